@@ -1,0 +1,145 @@
+//! Zoned reference counts: Linux's `file_ref_t`, 32- and 64-bit.
+//!
+//! A conventional "get unless zero" is a compare-exchange loop: every failed attempt
+//! re-reads and retries, so N contending CPUs do O(N²) work. A zoned count takes a
+//! reference with **one unconditional atomic add** and decides from the *result*
+//! whether it succeeded. That works because the counter stores *references − 1* and the
+//! upper half of its range is split into zones that an add can run into but not out of
+//! in any realistic time:
+//!
+//! ```text
+//!  raw value (32-bit shown; 64-bit has the same top bits)
+//!  0x0000_0000  ONEREF     one reference held                        ┐
+//!      ...                 n references: raw = n - 1                 │ valid zone
+//!  0x7FFF_FFFF  MAXREF     last valid count                          ┘ (non-negative)
+//!  0x8000_0000  ┐
+//!  0xA000_0000  │ SATURATED  the object leaks: counts here are never freed
+//!  0xBFFF_FFFF  ┘
+//!  0xC000_0000  RELEASED   ┐
+//!  0xE000_0000  DEAD       │ dead zone: the object is being or has been destroyed
+//!  0xFFFF_FFFE             ┘
+//!  0xFFFF_FFFF  NOREF      the last reference was just dropped (transient)
+//! ```
+//!
+//! * [`get`](FileRef32::get): `add 1`; success iff the result is non-negative (signed).
+//!   A get on NOREF lands on ONEREF and *succeeds*: it revives the object before the
+//!   dropping put has marked it dead (see the race tables below).
+//! * [`put`](FileRef32::put): `sub 1`; a non-negative result means other references
+//!   remain. Otherwise the slow path acts on **the value the decrement returned** (a
+//!   re-read would race, see "Plugged slow-path race"):
+//!   NOREF → one compare-exchange NOREF → DEAD, and only its winner destroys;
+//!   dead zone → an imbalanced put: warn, store DEAD; saturation zone → store SATURATED.
+//!
+//! # Races defended against
+//!
+//! **Mark-dead race** (why NOREF → DEAD is a compare-exchange, not a store):
+//!
+//! | T1 (last put)                       | T2 (get)                   | count  |
+//! |-------------------------------------|----------------------------|--------|
+//! | `sub 1` → NOREF                     |                            | NOREF  |
+//! |                                     | `add 1` → ONEREF, succeeds | ONEREF |
+//! | `cmpxchg(NOREF → DEAD)` **fails**   |                            | ONEREF |
+//! | returns false: T2 owns the object   | ... later put frees it     |        |
+//!
+//! With a plain store T1 would mark the object dead while T2 holds it.
+//!
+//! **Plugged slow-path race** (why the slow path uses the decremented value): if T1
+//! re-read the counter after its `sub` and T2 did get + put in between, T1 could read
+//! NOREF from T2's put and both would race for the single NOREF → DEAD transition with
+//! different views; worse, T1 could read T2's DEAD and misreport an imbalanced put.
+//!
+//! **Deconstruction race** (the rule for callers): T1's `sub` reaches NOREF and T1
+//! stalls; T2 gets (revive), puts, wins NOREF → DEAD and frees the memory; T1 resumes
+//! and its compare-exchange writes into freed memory.
+//!
+//! | T1 (put)        | T2                                   |
+//! |-----------------|--------------------------------------|
+//! | `sub` → NOREF   |                                      |
+//! |  (stalled)      | get → ONEREF; put → NOREF; cmpxchg → DEAD |
+//! |                 | frees the memory                     |
+//! | cmpxchg on freed memory |                              |
+//!
+//! The kernel closes this by running `put` with preemption disabled, inside an RCU
+//! read-side section, and freeing after a grace period. This module knows nothing of
+//! RCU, so **the rule is the caller's**: the memory holding a `FileRef` must not be
+//! freed or reused for another type while any `put` on it may still be running. Either
+//! put inside an RCU read section and free after a grace period (what `rcuref`'s RCU
+//! and pool do), or keep the memory type-stable (a static pool slot is never freed; a
+//! late compare-exchange there only ever meets another incarnation's NOREF, which means
+//! "no references", so exactly one caller still destroys). `tests/loom_file_ref.rs`
+//! models both the rule and its violation.
+//!
+//! # Beyond mainline: no resurrection by drift
+//!
+//! Mainline's get has no slow path: a failed get leaves its `+1` behind, because a
+//! reset could hit an object that was freed and reused meanwhile. On 32 bits 2²⁹ failed
+//! gets walk DEAD up to NOREF and the next one "succeeds" on a dead object. Our failed
+//! get (the cold path only; the fast path is still one add and a sign test) pulls the
+//! count back with a compare-exchange loop that only ever maps a dead-zone value other
+//! than NOREF to DEAD, or a saturated value to SATURATED. Every value it replaces means
+//! the same thing as the value it writes, so it is safe whichever incarnation of a reused
+//! object it meets, and it never touches NOREF or the valid zone. Each thread adds at most
+//! once before it sees DEAD again, so with K contending threads a dead count stays
+//! within DEAD + K: it never reaches NOREF, however many gets fail.
+//!
+//! # Memory ordering
+//!
+//! * `get`: `SeqCst` add. It must order the caller's *later* loads (re-checking the slot
+//!   it found the object in, reading fields) after the increment, and it reads-from the
+//!   release sequence of the initialising [`init`](FileRef32::init) (`Release` store).
+//! * `put`: `SeqCst` sub — its release half publishes this holder's accesses to the
+//!   object before the count drops; the winner of NOREF → DEAD (`Release` compare-exchange)
+//!   then issues an `Acquire` fence, which synchronises with every earlier put's release
+//!   through the counter's release sequence, so the destroyer sees all holders' accesses.
+//! * `put_close`: `AcqRel` compare-exchange ONEREF → DEAD, for the same two reasons.
+//! * `inc`: `Relaxed`; the caller already holds a reference, so nothing new is published.
+//! * `init`: `Release` store, the last write when (re)initialising an object: a get that
+//!   succeeds on the new count sees the initialised fields.
+//!
+//! # Choosing a width
+//!
+//! [`FileRef`] is the native width. [`FileRef32`] saturates after 2³¹ references and is
+//! native everywhere. [`FileRef64`] is native on 64-bit targets; on targets without
+//! 64-bit atomics it needs feature `critical-section` and is then backed by a `u64`
+//! accessed inside `critical_section::with` (interrupts masked for a handful of
+//! instructions; safe from interrupt handlers; on multi-core it relies on the binary's
+//! critical-section implementation excluding other cores). portable-atomic's global-lock
+//! `fallback` is deliberately not used: an interrupt handler that touches a 64-bit
+//! counter whose lock the interrupted code holds deadlocks.
+
+#[macro_use]
+mod zoned;
+
+#[cfg(any(loom, rcuref_mutants))]
+#[doc(hidden)]
+pub mod mutants;
+
+use crate::sync::AtomicU32;
+#[cfg(any(target_has_atomic = "64", feature = "critical-section"))]
+use crate::sync::AtomicU64;
+
+zoned_ref! {
+    /// A zoned reference count in 32 bits (see the [module docs](self) for the zones).
+    ///
+    /// Native on every target (on thumbv6m via portable-atomic's critical-section or
+    /// single-core mode, chosen by the binary).
+    FileRef32, AtomicU32, u32, i32
+}
+
+#[cfg(any(target_has_atomic = "64", feature = "critical-section"))]
+zoned_ref! {
+    /// A zoned reference count in 64 bits (see the [module docs](self) for the zones).
+    ///
+    /// Native where the target has 64-bit atomics; elsewhere it exists with feature
+    /// `critical-section` and is a critical-section-guarded `u64`.
+    FileRef64, AtomicU64, u64, i64
+}
+
+/// The native-width zoned reference count: [`FileRef64`] on 64-bit targets,
+/// [`FileRef32`] elsewhere.
+#[cfg(target_pointer_width = "64")]
+pub type FileRef = FileRef64;
+/// The native-width zoned reference count: [`FileRef64`] on 64-bit targets,
+/// [`FileRef32`] elsewhere.
+#[cfg(not(target_pointer_width = "64"))]
+pub type FileRef = FileRef32;

@@ -1,0 +1,116 @@
+//! The one place the crate takes its atomics from.
+//!
+//! * Normal builds: [`portable_atomic`], which compiles to native instructions where the
+//!   target has them and, on thumbv6m (no compare-and-swap), to whatever the *binary*
+//!   chose: portable-atomic's `critical-section` feature (our feature `critical-section`
+//!   forwards it) or one of its `unsafe-assume-*` cfgs. The library chooses neither.
+//! * `--cfg loom`: loom's model-checked atomics, so the loom models in `tests/loom_*.rs`
+//!   explore every interleaving of the real code, not a copy of it.
+//! * 64-bit counters on targets without native 64-bit atomics (thumbv7m, thumbv7em,
+//!   riscv32imac, thumbv6m): [`CsAtomicU64`], a `u64` guarded by a critical section, only
+//!   with feature `critical-section`. We deliberately do **not** use portable-atomic's
+//!   `fallback` (a global spinlock table): a thread holding one of its locks that is
+//!   interrupted by a handler touching the same lock deadlocks on a single core.
+
+#[cfg(all(loom, target_has_atomic = "64"))]
+pub(crate) use loom::sync::atomic::AtomicU64;
+#[cfg(loom)]
+pub(crate) use loom::sync::atomic::{fence, AtomicU32, Ordering};
+
+#[cfg(not(loom))]
+pub(crate) use core::sync::atomic::Ordering;
+#[cfg(all(not(loom), target_has_atomic = "64"))]
+pub(crate) use portable_atomic::AtomicU64;
+#[cfg(not(loom))]
+pub(crate) use portable_atomic::{fence, AtomicU32};
+
+#[cfg(all(not(loom), not(target_has_atomic = "64"), feature = "critical-section"))]
+pub(crate) use cs_u64::CsAtomicU64 as AtomicU64;
+
+#[cfg(all(not(target_has_atomic = "64"), feature = "critical-section"))]
+mod cs_u64 {
+    use core::cell::UnsafeCell;
+    use core::sync::atomic::Ordering;
+
+    /// A `u64` whose every access happens inside `critical_section::with`.
+    ///
+    /// # Invariants
+    /// `value` is only read or written inside a critical section, so no two accesses
+    /// overlap: on a single core because the critical section masks interrupts, on
+    /// several cores because the binary's critical-section implementation must also
+    /// exclude other cores (that is the `critical-section` crate's contract).
+    ///
+    /// Orderings are accepted for signature compatibility and ignored: acquiring and
+    /// releasing the critical section is at least as strong as `SeqCst` for the
+    /// accesses it guards (the implementation's release/acquire of its lock or the
+    /// interrupt mask orders them).
+    #[repr(transparent)]
+    pub(crate) struct CsAtomicU64 {
+        value: UnsafeCell<u64>,
+    }
+
+    // SAFETY: by the type invariant every access to `value` is serialised by a critical
+    // section, so sharing `&CsAtomicU64` between threads or with interrupt handlers
+    // cannot produce a data race.
+    unsafe impl Sync for CsAtomicU64 {}
+
+    impl CsAtomicU64 {
+        pub(crate) const fn new(v: u64) -> Self {
+            Self {
+                value: UnsafeCell::new(v),
+            }
+        }
+
+        #[inline]
+        fn with<R>(&self, f: impl FnOnce(&mut u64) -> R) -> R {
+            critical_section::with(|_| {
+                // SAFETY: we are inside a critical section, which by the type invariant
+                // is the only place `value` is accessed; no other reference exists.
+                let v = unsafe { &mut *self.value.get() };
+                f(v)
+            })
+        }
+
+        pub(crate) fn load(&self, _: Ordering) -> u64 {
+            self.with(|v| *v)
+        }
+
+        pub(crate) fn store(&self, new: u64, _: Ordering) {
+            self.with(|v| *v = new)
+        }
+
+        pub(crate) fn fetch_add(&self, d: u64, _: Ordering) -> u64 {
+            self.with(|v| {
+                let old = *v;
+                *v = old.wrapping_add(d);
+                old
+            })
+        }
+
+        pub(crate) fn fetch_sub(&self, d: u64, _: Ordering) -> u64 {
+            self.with(|v| {
+                let old = *v;
+                *v = old.wrapping_sub(d);
+                old
+            })
+        }
+
+        pub(crate) fn compare_exchange(
+            &self,
+            current: u64,
+            new: u64,
+            _: Ordering,
+            _: Ordering,
+        ) -> Result<u64, u64> {
+            self.with(|v| {
+                let old = *v;
+                if old == current {
+                    *v = new;
+                    Ok(old)
+                } else {
+                    Err(old)
+                }
+            })
+        }
+    }
+}

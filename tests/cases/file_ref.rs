@@ -1,0 +1,200 @@
+//! FileRef test bodies shared by the host tests (`tests/file_ref.rs`) and the on-target
+//! firmware. `core` only: no allocation, no std, no formatting beyond `assert!`.
+//!
+//! Each expected value below is written out from the zone table in the module docs and
+//! mainline's behaviour, not computed by the code under test.
+
+#![allow(dead_code, unreachable_pub, unexpected_cfgs)]
+
+use rcuref::FileRef32;
+#[cfg(any(target_has_atomic = "64", feature = "critical-section", rcuref_fw))]
+use rcuref::FileRef64;
+
+/// The operations of the zone matrix.
+#[derive(Clone, Copy, Debug)]
+pub enum Op {
+    Get,
+    Put,
+    PutClose,
+    Inc,
+}
+
+macro_rules! zone_matrix {
+    ($fn_name:ident, $ty:ident, $int:ty) => {
+        /// Every operation at and across every zone boundary: (start raw, op, returned,
+        /// raw afterwards). `None` for the return of `inc`, which returns nothing.
+        pub fn $fn_name() {
+            type R = $ty;
+            const ONE: $int = R::ONEREF;
+            const MAX: $int = R::MAXREF;
+            const SAT: $int = R::SATURATED;
+            const REL: $int = R::RELEASED;
+            const DEAD: $int = R::DEAD;
+            const NOREF: $int = R::NOREF;
+            let table: &[($int, Op, Option<bool>, $int)] = &[
+                // get: succeeds iff the result stays in the valid zone.
+                (ONE, Op::Get, Some(true), 1),
+                (MAX - 1, Op::Get, Some(true), MAX),
+                (MAX, Op::Get, Some(false), SAT), // overflows: pulled to SATURATED
+                (MAX + 1, Op::Get, Some(false), SAT),
+                (SAT, Op::Get, Some(false), SAT),
+                (REL - 1, Op::Get, Some(false), DEAD), // a saturated count drifted into the dead zone
+                (REL, Op::Get, Some(false), DEAD),
+                (DEAD, Op::Get, Some(false), DEAD),
+                (NOREF - 2, Op::Get, Some(false), DEAD),
+                (NOREF - 1, Op::Get, Some(false), DEAD), // drift would land on NOREF: pulled back
+                (NOREF, Op::Get, Some(true), ONE), // revives a count whose last put is in flight
+                // put: true only for the NOREF -> DEAD transition.
+                (ONE, Op::Put, Some(true), DEAD),
+                (1, Op::Put, Some(false), ONE),
+                (MAX, Op::Put, Some(false), MAX - 1),
+                (MAX + 1, Op::Put, Some(false), MAX), // back into the valid zone, as mainline
+                (SAT, Op::Put, Some(false), SAT),
+                (REL, Op::Put, Some(false), SAT), // lands in the saturation zone: leaked, as mainline
+                (REL + 1, Op::Put, Some(false), DEAD), // imbalanced
+                (DEAD, Op::Put, Some(false), DEAD), // imbalanced
+                (NOREF, Op::Put, Some(false), DEAD), // imbalanced (a second put on the last ref)
+                // put_close: the one-shot ONEREF -> DEAD, else exactly put.
+                (ONE, Op::PutClose, Some(true), DEAD),
+                (1, Op::PutClose, Some(false), ONE),
+                (MAX, Op::PutClose, Some(false), MAX - 1),
+                (SAT, Op::PutClose, Some(false), SAT),
+                (DEAD, Op::PutClose, Some(false), DEAD),
+                (NOREF, Op::PutClose, Some(false), DEAD),
+                // inc: a plain add, warnings aside.
+                (ONE, Op::Inc, None, 1),
+                (MAX, Op::Inc, None, MAX + 1),
+                (SAT, Op::Inc, None, SAT + 1),
+                (DEAD, Op::Inc, None, DEAD + 1),
+            ];
+            for (row, &(start, op, want_ret, want_raw)) in table.iter().enumerate() {
+                let r = R::from_raw(start);
+                let ret = match op {
+                    Op::Get => Some(r.get()),
+                    Op::Put => Some(r.put()),
+                    Op::PutClose => Some(r.put_close()),
+                    Op::Inc => {
+                        r.inc();
+                        None
+                    }
+                };
+                assert!(ret == want_ret, "row {}: return value wrong", row);
+                assert!(
+                    r.raw() == want_raw,
+                    "row {}: raw value afterwards wrong",
+                    row
+                );
+            }
+
+            // read and is_dead at every boundary.
+            let reads: &[($int, $int, bool)] = &[
+                (ONE, 1, false),
+                (MAX, MAX + 1, false),
+                (MAX + 1, MAX + 2, false),
+                (SAT, SAT + 1, false),
+                (REL - 1, REL, false),
+                (REL, 0, true),
+                (DEAD, 0, true),
+                (NOREF - 1, 0, true),
+                (NOREF, 0, false), // not dead yet: a get can still revive it
+            ];
+            for &(raw, want_read, want_dead) in reads {
+                let r = R::from_raw(raw);
+                assert!(r.read() == want_read, "read wrong");
+                assert!(r.is_dead() == want_dead, "is_dead wrong");
+            }
+
+            // new / init: refs - 1, with 0 -> DEAD and too many -> SATURATED.
+            let inits: &[($int, $int)] = &[
+                (0, DEAD),
+                (1, ONE),
+                (2, 1),
+                (MAX + 1, MAX),
+                (MAX + 2, SAT),
+                (<$int>::MAX, SAT),
+            ];
+            for &(refs, want) in inits {
+                assert!(R::new(refs).raw() == want, "new wrong");
+                let r = R::from_raw(DEAD);
+                r.init(refs);
+                assert!(r.raw() == want, "init wrong");
+            }
+        }
+    };
+}
+
+zone_matrix!(zone_matrix_32, FileRef32, u32);
+#[cfg(any(target_has_atomic = "64", feature = "critical-section", rcuref_fw))]
+zone_matrix!(zone_matrix_64, FileRef64, u64);
+
+macro_rules! no_resurrection {
+    ($fn_name:ident, $ty:ident) => {
+        /// Beyond mainline: failed gets on a dead count, started just below the wrap,
+        /// never bring it back to life (mainline: 2^29 failed gets on 32 bits do).
+        pub fn $fn_name(failed_gets: u32) {
+            type R = $ty;
+            for start in [
+                R::NOREF - 1,
+                R::NOREF - 2,
+                R::NOREF - 1000,
+                R::RELEASED,
+                R::DEAD,
+            ] {
+                let r = R::from_raw(start);
+                for _ in 0..failed_gets {
+                    assert!(!r.get(), "a dead count was resurrected by failed gets");
+                    assert!(r.is_dead(), "a dead count left the dead zone");
+                }
+                assert!(r.raw() == R::DEAD, "failed gets left drift behind");
+            }
+        }
+    };
+}
+
+no_resurrection!(no_resurrection_32, FileRef32);
+#[cfg(any(target_has_atomic = "64", feature = "critical-section", rcuref_fw))]
+no_resurrection!(no_resurrection_64, FileRef64);
+
+macro_rules! saturation_leaks {
+    ($fn_name:ident, $ty:ident) => {
+        /// A count at MAXREF that keeps getting and putting leaks (saturates) instead of
+        /// wrapping to a small live count or to dead.
+        pub fn $fn_name(rounds: u32) {
+            type R = $ty;
+            let r = R::from_raw(R::MAXREF);
+            assert!(!r.get(), "get past MAXREF must fail");
+            for _ in 0..rounds {
+                assert!(!r.get());
+                assert!(!r.put());
+                assert!(!r.put_close());
+                r.inc();
+                let raw = r.raw();
+                assert!(
+                    raw > R::MAXREF && raw < R::RELEASED,
+                    "left the saturation zone"
+                );
+            }
+        }
+    };
+}
+
+saturation_leaks!(saturation_leaks_32, FileRef32);
+#[cfg(any(target_has_atomic = "64", feature = "critical-section", rcuref_fw))]
+saturation_leaks!(saturation_leaks_64, FileRef64);
+
+/// A full lifecycle through `init`, several holders and a last put.
+pub fn lifecycle() {
+    let r = FileRef32::from_raw(FileRef32::DEAD);
+    assert!(!r.get(), "dead before init");
+    r.init(1);
+    assert!(r.get() && r.get());
+    assert!(r.read() == 3);
+    r.inc();
+    assert!(!r.put() && !r.put() && !r.put());
+    assert!(r.read() == 1);
+    assert!(r.put_close(), "last reference closes");
+    assert!(r.is_dead() && r.read() == 0 && !r.get());
+    // Reuse: init brings the same memory back for a new object.
+    r.init(2);
+    assert!(r.read() == 2 && !r.put() && r.put());
+}

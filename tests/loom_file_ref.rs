@@ -1,0 +1,266 @@
+//! loom models of FileRef's races. Run with
+//! `RUSTFLAGS="--cfg loom" cargo test --release --test loom_file_ref -- --test-threads=1`
+//! (`cargo xtask test` does). Every model runs once against the real code, where it must
+//! pass, and once against a deliberately broken variant (`rcuref::file_ref::mutants`),
+//! where it must fail. `--test-threads=1` because the variant is chosen per process.
+#![cfg(loom)]
+
+use loom::cell::UnsafeCell;
+use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use loom::sync::Arc;
+use loom::thread;
+use rcuref::file_ref::mutants::{select, Mutant};
+use rcuref::FileRef32;
+
+/// An object whose payload loom watches: holders read it with `with`, the destroyer
+/// writes it with `with_mut`. loom fails the model if a destroy is not ordered after
+/// every holder's read (a use-after-free or missing release/acquire), and the
+/// `destroys` counter catches double or missing destroys.
+struct Obj {
+    r: FileRef32,
+    payload: UnsafeCell<u32>,
+    destroys: AtomicUsize,
+}
+
+const LIVE: u32 = 7;
+const FREED: u32 = 0xDEAD;
+
+impl Obj {
+    fn new(refs: u32) -> Self {
+        Obj {
+            r: FileRef32::new(refs),
+            payload: UnsafeCell::new(LIVE),
+            destroys: AtomicUsize::new(0),
+        }
+    }
+    /// What a holder does with its reference.
+    fn use_it(&self) {
+        // SAFETY (test): loom checks this read against the destroyer's write.
+        let v = self.payload.with(|p| unsafe { *p });
+        assert_eq!(v, LIVE, "used a destroyed object");
+    }
+    fn destroy(&self) {
+        // SAFETY (test): loom checks this write is ordered after every read.
+        self.payload.with_mut(|p| unsafe { *p = FREED });
+        self.destroys.fetch_add(1, Ordering::Relaxed);
+    }
+    fn put(&self, close: bool) {
+        let last = if close {
+            self.r.put_close()
+        } else {
+            self.r.put()
+        };
+        if last {
+            self.destroy();
+        }
+    }
+}
+
+fn model(f: impl Fn() + Sync + Send + 'static) {
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(3);
+    b.check(f);
+}
+
+/// Runs `harness` with `m` selected and asserts that it fails (loom panics).
+fn must_catch(m: Mutant, harness: fn()) {
+    select(m);
+    let caught = std::panic::catch_unwind(harness).is_err();
+    select(Mutant::None);
+    assert!(caught, "the harness did not catch the broken variant {m:?}");
+}
+
+// ---- 1. last put vs get, over the states of rcuref's critical-state table ----------
+
+/// T1 drops the only reference while T2 tries to get: covers "put reaches NOREF, get
+/// revives it, put's cmpxchg fails" and "put marks DEAD, get fails", and every mix.
+fn last_put_vs_get(close: bool) {
+    model(move || {
+        let o = Arc::new(Obj::new(1));
+        let o2 = o.clone();
+        let t = thread::spawn(move || {
+            if o2.r.get() {
+                o2.use_it();
+                o2.put(false);
+            }
+        });
+        o.use_it();
+        o.put(close);
+        t.join().unwrap();
+        assert_eq!(
+            o.destroys.load(Ordering::Relaxed),
+            1,
+            "destroyed {} times",
+            o.destroys.load(Ordering::Relaxed)
+        );
+    });
+}
+
+/// Two holders drop their references concurrently while a third thread gets.
+fn two_puts_vs_get() {
+    model(|| {
+        let o = Arc::new(Obj::new(2));
+        let (a, b) = (o.clone(), o.clone());
+        let t1 = thread::spawn(move || {
+            a.use_it();
+            a.put(false);
+        });
+        let t2 = thread::spawn(move || {
+            if b.r.get() {
+                b.use_it();
+                b.put(true);
+            }
+        });
+        o.use_it();
+        o.put(false);
+        t1.join().unwrap();
+        t2.join().unwrap();
+        assert_eq!(o.destroys.load(Ordering::Relaxed), 1);
+    });
+}
+
+fn last_put_vs_get_put() {
+    last_put_vs_get(false)
+}
+fn last_put_close_vs_get() {
+    last_put_vs_get(true)
+}
+
+#[test]
+fn put_vs_get_destroys_once() {
+    last_put_vs_get_put();
+}
+
+#[test]
+fn put_close_vs_get_destroys_once() {
+    last_put_close_vs_get();
+}
+
+#[test]
+fn two_puts_vs_get_destroys_once() {
+    two_puts_vs_get();
+}
+
+#[test]
+fn catches_put_storing_dead() {
+    must_catch(Mutant::PutStoresDead, last_put_vs_get_put);
+}
+
+#[test]
+fn catches_put_rereading_in_slow_path() {
+    must_catch(Mutant::PutRereads, two_puts_vs_get);
+}
+
+#[test]
+fn catches_put_without_release_acquire() {
+    must_catch(Mutant::PutRelaxed, two_puts_vs_get);
+}
+
+#[test]
+fn catches_put_close_storing_dead() {
+    must_catch(Mutant::PutCloseStores, last_put_close_vs_get);
+}
+
+// ---- 2. the deconstruction race -----------------------------------------------------
+
+/// The memory holding the count is reclaimed (modelled as an exclusive `with_mut` of the
+/// cell that holds it) once a put returned true *and* a grace period has passed: both
+/// threads have left the read sections they entered before touching the count. T1's put
+/// may stall anywhere; T2 gets, puts, and may win the destroy; either thread may reclaim.
+fn deconstruction(put_outside_section: bool) {
+    model(move || {
+        struct Mem {
+            r: FileRef32,
+        }
+        let mem = Arc::new(UnsafeCell::new(Mem {
+            r: FileRef32::new(1),
+        }));
+        // Both threads start inside a read section (entered before the model begins).
+        let sections = Arc::new([AtomicBool::new(true), AtomicBool::new(true)]);
+        let reclaims = Arc::new(AtomicUsize::new(0));
+
+        let reclaim = {
+            let (mem, sections, reclaims) = (mem.clone(), sections.clone(), reclaims.clone());
+            move || {
+                // Grace period: wait until every pre-existing read section has ended.
+                for s in sections.iter() {
+                    while s.load(Ordering::Acquire) {
+                        thread::yield_now();
+                    }
+                }
+                // SAFETY (test): loom checks that no access to the memory is concurrent.
+                mem.with_mut(|_| ());
+                reclaims.fetch_add(1, Ordering::Relaxed);
+            }
+        };
+
+        let t1 = {
+            let (mem, sections, reclaim) = (mem.clone(), sections.clone(), reclaim.clone());
+            thread::spawn(move || {
+                if put_outside_section {
+                    sections[0].store(false, Ordering::Release);
+                }
+                // SAFETY (test): loom checks this access against the reclaim.
+                let last = mem.with(|m| unsafe { (*m).r.put() });
+                sections[0].store(false, Ordering::Release);
+                if last {
+                    reclaim();
+                }
+            })
+        };
+        // SAFETY (test): as above.
+        let last = mem.with(|m| unsafe { (*m).r.get() && (*m).r.put() });
+        sections[1].store(false, Ordering::Release);
+        if last {
+            reclaim();
+        }
+        t1.join().unwrap();
+        assert_eq!(reclaims.load(Ordering::Relaxed), 1);
+    });
+}
+
+#[test]
+fn deconstruction_race_is_safe_inside_a_read_section() {
+    deconstruction(false);
+}
+
+#[test]
+fn deconstruction_race_is_caught_outside_a_read_section() {
+    // The negative control is the rule's violation: a put outside its read section.
+    assert!(std::panic::catch_unwind(|| deconstruction(true)).is_err());
+}
+
+// ---- 3. publish ordering: init (release) vs get --------------------------------------
+
+/// A writer initialises a dead object's payload and publishes it with `init(1)`; a
+/// reader whose `get` succeeds must see the initialised payload.
+fn publish() {
+    model(|| {
+        let o = Arc::new(Obj {
+            r: FileRef32::from_raw(FileRef32::DEAD),
+            payload: UnsafeCell::new(FREED),
+            destroys: AtomicUsize::new(0),
+        });
+        let w = o.clone();
+        let t = thread::spawn(move || {
+            // SAFETY (test): the object is dead, no reader can hold it.
+            w.payload.with_mut(|p| unsafe { *p = LIVE });
+            w.r.init(1);
+        });
+        if o.r.get() {
+            o.use_it();
+            o.put(false);
+        }
+        t.join().unwrap();
+    });
+}
+
+#[test]
+fn init_publishes_fields_to_get() {
+    publish();
+}
+
+#[test]
+fn catches_relaxed_get() {
+    must_catch(Mutant::GetRelaxed, publish);
+}
