@@ -161,7 +161,7 @@ macro_rules! zoned_ref {
                         Err(now) => cur = now,
                     }
                 }
-                while cur >= lo && cur < hi && cur != rest {
+                while (lo..hi).contains(&cur) && cur != rest {
                     match self.cnt.compare_exchange(
                         cur,
                         rest,
@@ -296,7 +296,7 @@ macro_rules! zoned_ref {
             #[inline]
             pub fn is_dead(&self) -> bool {
                 let raw = self.raw();
-                raw >= Self::RELEASED && raw < Self::NOREF
+                (Self::RELEASED..Self::NOREF).contains(&raw)
             }
         }
 

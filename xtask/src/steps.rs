@@ -1,0 +1,210 @@
+//! Runs commands as named steps, keeps each step's full log under `target/xtask/`, and
+//! prints a one-screen summary built from the libtest `test result:` lines.
+
+use std::fs;
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+/// What one step did.
+pub struct Outcome {
+    pub name: String,
+    pub ok: bool,
+    pub passed: u64,
+    pub failed: u64,
+    pub secs: f64,
+    pub log: PathBuf,
+}
+
+pub struct Run {
+    kind: &'static str,
+    outcomes: Vec<Outcome>,
+}
+
+/// Sums the `test result: ... N passed; M failed` lines of libtest-style output (ours
+/// from `qemu-run` too).
+pub fn count_results(text: &str) -> (u64, u64) {
+    let (mut passed, mut failed) = (0, 0);
+    for line in text.lines() {
+        let Some(rest) = line.trim().strip_prefix("test result: ") else {
+            continue;
+        };
+        for part in rest.split([';', '.']) {
+            let mut words = part.split_whitespace();
+            if let (Some(n), Some(what)) = (words.next(), words.next()) {
+                if let Ok(n) = n.parse::<u64>() {
+                    match what {
+                        "passed" => passed += n,
+                        "failed" => failed += n,
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+    (passed, failed)
+}
+
+pub fn log_dir() -> PathBuf {
+    let dir = workspace_root().join("target").join("xtask");
+    let _ = fs::create_dir_all(&dir);
+    dir
+}
+
+pub fn workspace_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives in the workspace")
+        .to_path_buf()
+}
+
+impl Run {
+    pub fn new(kind: &'static str) -> Self {
+        Run {
+            kind,
+            outcomes: Vec::new(),
+        }
+    }
+
+    /// Runs `cargo args` as a step; its output goes to a log file, a line to the screen.
+    pub fn cargo(&mut self, name: &str, args: &[&str], env: &[(&str, &str)]) -> bool {
+        self.command(name, "cargo", args, env, false)
+    }
+
+    /// Like [`cargo`](Self::cargo) but also echoes the output (for demos).
+    pub fn cargo_shown(&mut self, name: &str, args: &[&str], env: &[(&str, &str)]) -> bool {
+        self.command(name, "cargo", args, env, true)
+    }
+
+    pub fn command(
+        &mut self,
+        name: &str,
+        program: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+        echo: bool,
+    ) -> bool {
+        let slug: String = name
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_lowercase()
+                } else {
+                    '-'
+                }
+            })
+            .collect();
+        let log = log_dir().join(format!("{}-{}.log", self.kind, slug.trim_matches('-')));
+        print!("{name} ... ");
+        let _ = std::io::stdout().flush();
+        let start = Instant::now();
+        let mut cmd = Command::new(program);
+        cmd.args(args)
+            .current_dir(workspace_root())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        // A step's environment is exactly what it names: nothing leaks between steps.
+        cmd.env_remove("RUSTFLAGS").env_remove("CARGO_TARGET_DIR");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let (ok, text) = match run_capturing(cmd, echo) {
+            Ok(r) => r,
+            Err(e) => (false, format!("could not start {program}: {e}\n")),
+        };
+        let _ = fs::write(&log, &text);
+        let (passed, failed) = count_results(&text);
+        let secs = start.elapsed().as_secs_f64();
+        if ok {
+            println!("ok ({passed} passed, {secs:.0} s)");
+        } else {
+            println!("FAILED ({passed} passed, {failed} failed, {secs:.0} s)");
+            let tail: Vec<&str> = text.lines().rev().take(40).collect();
+            for line in tail.into_iter().rev() {
+                println!("    | {line}");
+            }
+            println!("    full log: {}", log.display());
+        }
+        self.outcomes.push(Outcome {
+            name: name.to_string(),
+            ok,
+            passed,
+            failed,
+            secs,
+            log,
+        });
+        ok
+    }
+
+    /// Records a step whose result was computed in-process.
+    pub fn record(&mut self, o: Outcome) {
+        self.outcomes.push(o);
+    }
+
+    /// Prints the summary; `Err` if any step failed.
+    pub fn finish(self) -> Result<(), String> {
+        println!("\n==== {} summary ====", self.kind);
+        let (mut passed, mut failed, mut bad) = (0, 0, 0);
+        for o in &self.outcomes {
+            println!(
+                "{:<4} {:<62} {:>5} passed {:>3} failed {:>6.0} s",
+                if o.ok { "ok" } else { "FAIL" },
+                o.name,
+                o.passed,
+                o.failed,
+                o.secs
+            );
+            passed += o.passed;
+            failed += o.failed;
+            if !o.ok {
+                bad += 1;
+                if o.failed == 0 {
+                    failed += 1; // a step that failed without a test result still fails
+                }
+            }
+        }
+        println!("logs: {}", log_dir().display());
+        println!("{}: {passed} passed, {failed} failed", self.kind);
+        if bad == 0 {
+            Ok(())
+        } else {
+            Err(format!("{bad} step(s) failed"))
+        }
+    }
+}
+
+/// Runs `cmd`, merging stdout and stderr into one text; echoes lines if asked.
+fn run_capturing(mut cmd: Command, echo: bool) -> std::io::Result<(bool, String)> {
+    let mut child = cmd.spawn()?;
+    let out = child.stdout.take().expect("piped");
+    let err = child.stderr.take().expect("piped");
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let tx2 = tx.clone();
+    let h1 = std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let h2 = std::thread::spawn(move || {
+        for line in BufReader::new(err).lines().map_while(Result::ok) {
+            let _ = tx2.send(line);
+        }
+    });
+    let mut text = String::new();
+    if echo {
+        println!();
+    }
+    for line in rx {
+        if echo {
+            println!("  {line}");
+        }
+        text.push_str(&line);
+        text.push('\n');
+    }
+    let _ = h1.join();
+    let _ = h2.join();
+    let status = child.wait()?;
+    Ok((status.success(), text))
+}
