@@ -7,21 +7,39 @@
 //! * `size`  — code size of the hot paths per embedded target.
 
 mod install;
+mod qemu;
 mod steps;
 
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: cargo xtask <test [--quick] | demo>
-  test     run every test (host unit/integration/doc, loom models, negative controls,
-           Miri), installing missing toolchain components first
-           --quick   skip Miri (the slowest step)
-  demo     run the main demo";
+const USAGE: &str = "usage: cargo xtask <command>
+  test [--quick] [--host-only] [--target T]...
+           run every test: host (unit, integration, doc, loom models, negative controls,
+           Miri) and the on-target suites in QEMU on five targets, debug and release,
+           installing what is missing first (rustup targets, nightly + Miri, QEMU)
+           --quick      skip Miri and the release builds of the targets
+           --host-only  skip QEMU
+           --target T   only this embedded target (repeatable)
+  demo     run the main demo
+  size     code size of the hot paths per embedded target (release)
+  qemu-run --target T ELF [FILTER] [--exact] [--list]
+           cargo's runner for the embedded targets (see .cargo/config.toml)";
+
+/// The embedded targets, in the order they are tested.
+pub const TARGETS: &[&str] = &[
+    "thumbv6m-none-eabi",
+    "thumbv7m-none-eabi",
+    "thumbv7em-none-eabihf",
+    "riscv32imac-unknown-none-elf",
+    "riscv64gc-unknown-none-elf",
+];
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("test") => test(&args[1..]),
         Some("demo") => demo(),
+        Some("qemu-run") => qemu::run(&args[1..]),
         Some("-h" | "--help") => {
             println!("{USAGE}");
             Ok(())
@@ -38,20 +56,34 @@ fn main() -> ExitCode {
 }
 
 fn test(args: &[String]) -> Result<(), String> {
-    let mut quick = false;
-    for a in args {
+    let (mut quick, mut host_only) = (false, false);
+    let mut only: Vec<String> = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
         match a.as_str() {
             "--quick" => quick = true,
+            "--host-only" => host_only = true,
+            "--target" => only.push(it.next().ok_or("--target needs a value")?.clone()),
             other => return Err(format!("unknown option {other}\n{USAGE}")),
         }
     }
+    for t in &only {
+        if !TARGETS.contains(&t.as_str()) {
+            return Err(format!("unknown target {t}; known: {}", TARGETS.join(", ")));
+        }
+    }
+    let targets: Vec<&str> = TARGETS
+        .iter()
+        .copied()
+        .filter(|t| only.is_empty() || only.iter().any(|o| o == t))
+        .collect();
     install::host_tools(!quick)?;
+    if !host_only {
+        install::targets(&targets)?;
+        install::qemu()?;
+    }
     let mut run = steps::Run::new("test");
-    run.cargo(
-        "host: unit, integration and doc tests",
-        &["test", "--workspace"],
-        &[],
-    );
+    run.cargo("host: unit, integration and doc tests", &["test"], &[]);
     run.cargo(
         "host: loom models",
         &[
@@ -99,6 +131,41 @@ fn test(args: &[String]) -> Result<(), String> {
             ],
             &[("MIRIFLAGS", "-Zmiri-strict-provenance")],
         );
+    }
+    if !host_only {
+        for t in &targets {
+            let profiles: &[&str] = if quick {
+                &["debug"]
+            } else {
+                &["debug", "release"]
+            };
+            for p in profiles {
+                let mut a = vec!["test", "-p", "rcuref-firmware", "--target", t];
+                if *p == "release" {
+                    a.push("--release");
+                }
+                run.cargo(&format!("{t} ({p})"), &a, &[]);
+            }
+        }
+        let t = targets[0];
+        run.expect_failure(
+            &format!("{t}: a deliberately failing on-target test turns the run red"),
+            &[
+                "test",
+                "-p",
+                "rcuref-firmware",
+                "--target",
+                t,
+                "--features",
+                "failing-test",
+                "--test",
+                "file_ref",
+                "--",
+                "deliberately_failing",
+            ],
+            "deliberate failure: a put with a reference left returned false",
+        );
+        run.per_target(&targets);
     }
     run.finish()
 }

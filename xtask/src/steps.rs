@@ -69,14 +69,16 @@ impl Run {
 
     /// Runs `cargo args` as a step; its output goes to a log file, a line to the screen.
     pub fn cargo(&mut self, name: &str, args: &[&str], env: &[(&str, &str)]) -> bool {
-        self.command(name, "cargo", args, env, false)
+        self.command(name, "cargo", args, env, false, true)
     }
 
     /// Like [`cargo`](Self::cargo) but also echoes the output (for demos).
     pub fn cargo_shown(&mut self, name: &str, args: &[&str], env: &[(&str, &str)]) -> bool {
-        self.command(name, "cargo", args, env, true)
+        self.command(name, "cargo", args, env, true, true)
     }
 
+    /// Runs one step. `echo` streams its output; `tail_on_failure` prints the end of the
+    /// log when it fails.
     pub fn command(
         &mut self,
         name: &str,
@@ -84,6 +86,7 @@ impl Run {
         args: &[&str],
         env: &[(&str, &str)],
         echo: bool,
+        tail_on_failure: bool,
     ) -> bool {
         let slug: String = name
             .chars()
@@ -121,6 +124,8 @@ impl Run {
             println!("ok ({passed} passed, {secs:.0} s)");
         } else {
             println!("FAILED ({passed} passed, {failed} failed, {secs:.0} s)");
+        }
+        if !ok && tail_on_failure {
             let tail: Vec<&str> = text.lines().rev().take(40).collect();
             for line in tail.into_iter().rev() {
                 println!("    | {line}");
@@ -138,9 +143,42 @@ impl Run {
         ok
     }
 
-    /// Records a step whose result was computed in-process.
-    pub fn record(&mut self, o: Outcome) {
-        self.outcomes.push(o);
+    /// A negative control for the pipeline itself: runs `cargo args`, which must FAIL
+    /// and must show `message` (the decoded defmt panic message) in its output.
+    pub fn expect_failure(&mut self, name: &str, args: &[&str], message: &str) {
+        self.command(name, "cargo", args, &[], false, false);
+        let o = self
+            .outcomes
+            .last_mut()
+            .expect("command() records an outcome");
+        let text = std::fs::read_to_string(&o.log).unwrap_or_default();
+        let red_with_message = !o.ok && o.failed == 1 && text.contains(message);
+        if red_with_message {
+            println!("    (expected: it failed and showed \"{message}\")");
+        } else {
+            println!("    NOT caught: the failing test must fail and show \"{message}\"");
+        }
+        // As a check, this step passes exactly when the failure was seen.
+        o.ok = red_with_message;
+        o.passed = u64::from(red_with_message);
+        o.failed = u64::from(!red_with_message);
+    }
+
+    /// Prints `<target>: N passed, M failed` for each embedded target, over its steps.
+    pub fn per_target(&self, targets: &[&str]) {
+        println!();
+        for t in targets {
+            let (mut p, mut f) = (0, 0);
+            for o in self
+                .outcomes
+                .iter()
+                .filter(|o| o.name.starts_with(&format!("{t} (")))
+            {
+                p += o.passed;
+                f += o.failed + u64::from(!o.ok && o.failed == 0);
+            }
+            println!("{t}: {p} passed, {f} failed");
+        }
     }
 
     /// Prints the summary; `Err` if any step failed.
