@@ -8,6 +8,7 @@
 
 mod install;
 mod qemu;
+mod size;
 mod steps;
 
 use std::process::ExitCode;
@@ -21,7 +22,9 @@ const USAGE: &str = "usage: cargo xtask <command>
            --host-only  skip QEMU
            --target T   only this embedded target (repeatable)
   demo     run the main demo
-  size     code size of the hot paths per embedded target (release)
+  size [--save]
+           code size of the hot paths per embedded target (release), compared with
+           docs/size-baseline.tsv (--save rewrites it)
   qemu-run --target T ELF [FILTER] [--exact] [--list]
            cargo's runner for the embedded targets (see .cargo/config.toml)";
 
@@ -40,6 +43,7 @@ fn main() -> ExitCode {
         Some("test") => test(&args[1..]),
         Some("demo") => demo(),
         Some("qemu-run") => qemu::run(&args[1..]),
+        Some("size") => size::run(&args[1..]),
         Some("-h" | "--help") => {
             println!("{USAGE}");
             Ok(())
