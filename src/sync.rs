@@ -15,14 +15,27 @@
 #[cfg(all(loom, target_has_atomic = "64"))]
 pub(crate) use loom::sync::atomic::AtomicU64;
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{fence, AtomicU32, Ordering};
+pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU32, Ordering};
 
 #[cfg(not(loom))]
 pub(crate) use core::sync::atomic::Ordering;
 #[cfg(all(not(loom), target_has_atomic = "64"))]
 pub(crate) use portable_atomic::AtomicU64;
 #[cfg(not(loom))]
-pub(crate) use portable_atomic::{fence, AtomicU32};
+pub(crate) use portable_atomic::{fence, AtomicBool, AtomicPtr, AtomicU32};
+
+/// The fence a reader issues after announcing itself. A full fence, except when the
+/// binary asserts a single core with `--cfg rcuref_unsafe_assume_single_core`: then a
+/// compiler fence suffices, because writer and readers share one core's program order
+/// (an interrupt is ordered after everything the code it interrupts has executed).
+/// loom has no compiler fence and models threads, so it always uses the full fence.
+#[inline(always)]
+pub(crate) fn reader_fence() {
+    #[cfg(all(not(loom), rcuref_unsafe_assume_single_core))]
+    core::sync::atomic::compiler_fence(Ordering::SeqCst);
+    #[cfg(not(all(not(loom), rcuref_unsafe_assume_single_core)))]
+    fence(Ordering::SeqCst);
+}
 
 #[cfg(all(not(loom), not(target_has_atomic = "64"), feature = "critical-section"))]
 pub(crate) use cs_u64::CsAtomicU64 as AtomicU64;

@@ -1,7 +1,7 @@
 //! loom models of FileRef's races. Run with
 //! `RUSTFLAGS="--cfg loom" cargo test --release --test loom_file_ref -- --test-threads=1`
 //! (`cargo xtask test` does). Every model runs once against the real code, where it must
-//! pass, and once against a deliberately broken variant (`rcuref::file_ref::mutants`),
+//! pass, and once against a deliberately broken variant (`rcuref::mutants`),
 //! where it must fail. `--test-threads=1` because the variant is chosen per process.
 #![cfg(loom)]
 
@@ -9,7 +9,7 @@ use loom::cell::UnsafeCell;
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use rcuref::file_ref::mutants::{select, Mutant};
+use rcuref::mutants::{select, Mutant};
 use rcuref::FileRef32;
 
 /// An object whose payload loom watches: holders read it with `with`, the destroyer
@@ -35,12 +35,12 @@ impl Obj {
     }
     /// What a holder does with its reference.
     fn use_it(&self) {
-        // SAFETY (test): loom checks this read against the destroyer's write.
+        // SAFETY: (test) loom checks this read against the destroyer's write.
         let v = self.payload.with(|p| unsafe { *p });
         assert_eq!(v, LIVE, "used a destroyed object");
     }
     fn destroy(&self) {
-        // SAFETY (test): loom checks this write is ordered after every read.
+        // SAFETY: (test) loom checks this write is ordered after every read.
         self.payload.with_mut(|p| unsafe { *p = FREED });
         self.destroys.fetch_add(1, Ordering::Relaxed);
     }
@@ -188,7 +188,7 @@ fn deconstruction(put_outside_section: bool) {
                         thread::yield_now();
                     }
                 }
-                // SAFETY (test): loom checks that no access to the memory is concurrent.
+                // SAFETY: (test) loom checks that no access to the memory is concurrent.
                 mem.with_mut(|_| ());
                 reclaims.fetch_add(1, Ordering::Relaxed);
             }
@@ -200,7 +200,7 @@ fn deconstruction(put_outside_section: bool) {
                 if put_outside_section {
                     sections[0].store(false, Ordering::Release);
                 }
-                // SAFETY (test): loom checks this access against the reclaim.
+                // SAFETY: (test) loom checks this access against the reclaim.
                 let last = mem.with(|m| unsafe { (*m).r.put() });
                 sections[0].store(false, Ordering::Release);
                 if last {
@@ -208,7 +208,7 @@ fn deconstruction(put_outside_section: bool) {
                 }
             })
         };
-        // SAFETY (test): as above.
+        // SAFETY: (test) as above.
         let last = mem.with(|m| unsafe { (*m).r.get() && (*m).r.put() });
         sections[1].store(false, Ordering::Release);
         if last {
@@ -243,7 +243,7 @@ fn publish() {
         });
         let w = o.clone();
         let t = thread::spawn(move || {
-            // SAFETY (test): the object is dead, no reader can hold it.
+            // SAFETY: (test) the object is dead, no reader can hold it.
             w.payload.with_mut(|p| unsafe { *p = LIVE });
             w.r.init(1);
         });

@@ -162,7 +162,7 @@ fn concurrent_failed_gets_stay_near_dead() {
 #[cfg(rcuref_mutants)]
 mod negative_controls {
     use super::*;
-    use rcuref::file_ref::mutants::{select, Mutant};
+    use rcuref::mutants::{select, Mutant};
     use std::sync::Mutex;
 
     /// The variant is process-wide: run the controls one at a time.

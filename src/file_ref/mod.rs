@@ -110,10 +110,6 @@
 #[macro_use]
 mod zoned;
 
-#[cfg(any(loom, rcuref_mutants))]
-#[doc(hidden)]
-pub mod mutants;
-
 use crate::sync::AtomicU32;
 #[cfg(any(target_has_atomic = "64", feature = "critical-section"))]
 use crate::sync::AtomicU64;

@@ -1,17 +1,5 @@
 //! The zoned counter, written once and stamped out per width by `zoned_ref!`.
 
-/// `true` when the named broken variant is selected (test builds with `--cfg loom` or
-/// `--cfg rcuref_mutants` only); a constant `false` that folds away everywhere else.
-macro_rules! mutant {
-    ($m:ident) => {{
-        #[cfg(any(loom, rcuref_mutants))]
-        let on = $crate::file_ref::mutants::active($crate::file_ref::mutants::Mutant::$m);
-        #[cfg(not(any(loom, rcuref_mutants)))]
-        let on = false;
-        on
-    }};
-}
-
 macro_rules! zoned_ref {
     ($(#[$doc:meta])* $name:ident, $atomic:ident, $int:ty, $sint:ty) => {
         $(#[$doc])*

@@ -95,6 +95,8 @@ fn test(args: &[String]) -> Result<(), String> {
             "--release",
             "--test",
             "loom_file_ref",
+            "--test",
+            "loom_rcu",
             "--",
             "--test-threads=1",
         ],
@@ -110,6 +112,8 @@ fn test(args: &[String]) -> Result<(), String> {
             "--release",
             "--test",
             "torture_file_ref",
+            "--test",
+            "torture_rcu",
             "--",
             "negative_controls",
             "--test-threads=1",
@@ -132,6 +136,10 @@ fn test(args: &[String]) -> Result<(), String> {
                 "torture_file_ref",
                 "--test",
                 "warnings",
+                "--test",
+                "rcu",
+                "--test",
+                "torture_rcu",
             ],
             &[("MIRIFLAGS", "-Zmiri-strict-provenance")],
         );
@@ -150,6 +158,36 @@ fn test(args: &[String]) -> Result<(), String> {
                 }
                 run.cargo(&format!("{t} ({p})"), &a, &[]);
             }
+        }
+        // The torture's negative control on the targets: the library built with its
+        // broken variants; the test selects "grace periods end at once" and must panic.
+        for t in targets
+            .iter()
+            .filter(|t| ["thumbv7em-none-eabihf", "riscv64gc-unknown-none-elf"].contains(t))
+        {
+            let var = format!(
+                "CARGO_TARGET_{}_RUSTFLAGS",
+                t.to_uppercase().replace('-', "_")
+            );
+            let flags = format!("{} --cfg rcuref_mutants", target_rustflags(t));
+            run.cargo(
+                &format!("{t} (negative control: busted RCU must be caught)"),
+                &[
+                    "test",
+                    "-p",
+                    "rcuref-firmware",
+                    "--target",
+                    t,
+                    "--test",
+                    "rcu",
+                    "--",
+                    "negative_control",
+                ],
+                &[
+                    (var.as_str(), flags.trim()),
+                    ("CARGO_TARGET_DIR", "target/fw-mutants"),
+                ],
+            );
         }
         let t = targets[0];
         run.expect_failure(
@@ -172,6 +210,15 @@ fn test(args: &[String]) -> Result<(), String> {
         run.per_target(&targets);
     }
     run.finish()
+}
+
+/// The rustflags `.cargo/config.toml` gives a target (repeated when a step overrides them).
+fn target_rustflags(target: &str) -> &'static str {
+    match target {
+        "riscv64gc-unknown-none-elf" => "-C code-model=large",
+        "thumbv7em-none-eabihf" => "--cfg rcuref_unsafe_assume_single_core",
+        _ => "",
+    }
 }
 
 fn demo() -> Result<(), String> {

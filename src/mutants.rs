@@ -6,7 +6,7 @@
 
 use core::sync::atomic::{AtomicU8, Ordering};
 
-/// A broken variant of the file_ref operations.
+/// A broken variant of one of the primitives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Mutant {
@@ -24,6 +24,14 @@ pub enum Mutant {
     PutStoresDead,
     /// `put_close` stores DEAD after reading ONEREF instead of compare-exchanging.
     PutCloseStores,
+    /// RCU: a grace period flips the reader phase once instead of twice.
+    SingleFlip,
+    /// RCU: dropping any guard ends the read section (nesting ignored).
+    NestingIgnored,
+    /// RCU: no full fence after a reader announces itself.
+    NoReaderFence,
+    /// RCU: grace periods complete at once without waiting for readers ("busted" RCU).
+    BustedGracePeriod,
 }
 
 static ACTIVE: AtomicU8 = AtomicU8::new(Mutant::None as u8);

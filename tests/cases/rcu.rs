@@ -1,0 +1,412 @@
+//! RCU test bodies shared by the host tests (`tests/rcu.rs`, `tests/torture_rcu.rs`) and
+//! the on-target firmware. `core` only.
+
+#![allow(dead_code, unreachable_pub, unexpected_cfgs)]
+
+use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use portable_atomic::{AtomicBool, AtomicU32};
+use rcuref::{DeferQueue, Rcu, RcuCell, RcuError};
+
+/// Test 14: dropping an inner guard does not end the section.
+pub fn nested_sections() {
+    static RCU: Rcu<2> = Rcu::new();
+    let reader = RCU.register().unwrap();
+    let outer = reader.lock();
+    let cookie = {
+        let inner = reader.lock();
+        let c = RCU.start_poll();
+        drop(inner);
+        c
+    };
+    assert!(reader.in_read_section(), "inner guard ended the section");
+    for _ in 0..100 {
+        assert!(
+            !RCU.poll(cookie),
+            "grace period ended inside the outer section"
+        );
+    }
+    drop(outer);
+    assert!(!reader.in_read_section());
+    assert!(
+        RCU.poll(cookie),
+        "grace period did not end after the section closed"
+    );
+}
+
+/// Test 13: a stalled reader keeps `synchronize` waiting and `poll` saying "not yet";
+/// both finish once it closes.
+pub fn stalled_reader() {
+    static RCU: Rcu<2> = Rcu::new();
+    let reader = RCU.register().unwrap();
+    let mut writer = RCU.register().unwrap();
+    let guard = reader.lock();
+    let cookie = RCU.start_poll();
+    for _ in 0..1000 {
+        assert!(
+            !RCU.poll(cookie),
+            "poll says done while a reader is stalled"
+        );
+    }
+    // synchronize must call the wait hook until the section ends; the hook ends it
+    // after 50 calls.
+    let mut guard = Some(guard);
+    let mut waits = 0u32;
+    writer
+        .synchronize(|| {
+            waits += 1;
+            if waits == 50 {
+                guard = None;
+            }
+        })
+        .unwrap();
+    assert!(
+        waits >= 50,
+        "synchronize returned while the reader was still inside"
+    );
+    assert!(guard.is_none());
+    assert!(RCU.poll(cookie));
+}
+
+/// Test 12: grace periods across the wrap of the counter.
+pub fn epoch_wraps() {
+    static RCU: Rcu<2> = Rcu::new_at(u32::MAX - 9);
+    let reader = RCU.register().unwrap();
+    let mut writer = RCU.register().unwrap();
+    let start = RCU.gp_counter();
+    for _ in 0..8 {
+        let guard = reader.lock();
+        let cookie = RCU.start_poll();
+        assert!(
+            !RCU.poll(cookie),
+            "done while a reader is inside (near the wrap)"
+        );
+        drop(guard);
+        writer.synchronize(|| ()).unwrap();
+        assert!(RCU.poll(cookie));
+    }
+    assert!(
+        RCU.gp_counter() < start,
+        "the counter did not wrap: the test proves nothing"
+    );
+}
+
+/// Registration past the last slot is an error, never a panic or a block.
+pub fn slots_run_out() {
+    static RCU: Rcu<2> = Rcu::new();
+    let a = RCU.register().unwrap();
+    let b = RCU.register().unwrap();
+    assert!(matches!(RCU.register(), Err(RcuError::NoFreeSlot)));
+    assert!(matches!(RCU.read(|_| ()), Err(RcuError::NoFreeSlot)));
+    drop(a);
+    assert_eq!(RCU.read(|_| 7), Ok(7));
+    drop(b);
+    assert_eq!(RCU.readers(), 0);
+}
+
+/// The deferred queue gives values back when full and releases them only after a
+/// grace period, oldest first.
+pub fn defer_queue_is_bounded() {
+    static RCU: Rcu<2> = Rcu::new();
+    let reader = RCU.register().unwrap();
+    let mut writer = RCU.register().unwrap();
+    let mut q: DeferQueue<u32, 2> = DeferQueue::new();
+    let guard = reader.lock();
+    assert_eq!(q.defer(&RCU, 1), Ok(()));
+    assert_eq!(q.defer(&RCU, 2), Ok(()));
+    assert_eq!(
+        q.defer(&RCU, 3),
+        Err(3),
+        "a full queue must hand the value back"
+    );
+    let mut got = [0u32; 4];
+    let mut n = 0;
+    assert_eq!(
+        q.collect(&RCU, |_| ()),
+        0,
+        "released while a reader was inside"
+    );
+    drop(guard);
+    assert_eq!(
+        q.barrier(
+            &mut writer,
+            || (),
+            |v| {
+                got[n] = v;
+                n += 1;
+            }
+        ),
+        Ok(2)
+    );
+    assert_eq!(&got[..n], &[1, 2]);
+    assert!(q.is_empty());
+    // defer_or_wait on a full queue waits instead of failing.
+    q.defer(&RCU, 4).unwrap();
+    q.defer(&RCU, 5).unwrap();
+    let mut released = 0;
+    q.defer_or_wait(&mut writer, 6, || (), |_| released += 1)
+        .unwrap();
+    assert!(released >= 1 && q.len() <= 2);
+}
+
+/// RcuCell: readers see the published value; a retired value comes back only after
+/// the readers that could see it have left.
+pub fn cell_publish_and_reclaim() {
+    static RCU: Rcu<2> = Rcu::new();
+    static mut A: u32 = 1;
+    static mut B: u32 = 2;
+    // SAFETY: (test) A and B are used only through this cell, in this test.
+    let (a, b) = unsafe {
+        (
+            &mut *core::ptr::addr_of_mut!(A),
+            &mut *core::ptr::addr_of_mut!(B),
+        )
+    };
+    let cell = RcuCell::new(&RCU, a);
+    let reader = RCU.register().unwrap();
+    let mut writer = RCU.register().unwrap();
+    let guard = reader.lock();
+    assert_eq!(*cell.load(&guard), 1);
+    let retired = cell.replace(b);
+    let retired = match retired.try_reclaim() {
+        Ok(_) => panic!("reclaimed while a reader holds the old value"),
+        Err(r) => r,
+    };
+    assert_eq!(
+        *cell.load(&guard),
+        2,
+        "a reader sees the new value after replace"
+    );
+    drop(guard);
+    let old = retired.reclaim(&mut writer, || ()).ok().unwrap();
+    assert_eq!(*old, 1);
+    *old = 3; // exclusive again: reuse the memory
+    let _ = cell.replace(old);
+    assert_eq!(reader.read(|g| *cell.load(g)), 3);
+}
+
+/// Test 16 (body): a blocking wait with a leaked guard. Returns what synchronize said;
+/// debug builds panic instead (the callers check both).
+pub fn synchronize_in_read_section() -> Result<(), RcuError> {
+    static RCU: Rcu<1> = Rcu::new();
+    let mut reader = RCU.register().unwrap();
+    core::mem::forget(reader.lock());
+    reader.synchronize(|| ())
+}
+
+// ---- the reader-age torture (rcutorture's "pipe") -------------------------------------
+//
+// The writer publishes objects one after another; each retired object's `pipe` starts
+// at 1 and grows by one after every grace period, and the object is reused once it
+// reaches FREE_AT. A reader notes the largest `pipe` it sees on an object inside one
+// section: 0 or 1 is fine, 2 or more means a full grace period ended while the reader
+// was inside (RCU is broken). A changed generation means the object was reused under it.
+
+pub const OBJECTS: usize = 8;
+const FREE_AT: u32 = 3;
+const FREE: u32 = u32::MAX;
+/// `current` before the writer has published anything.
+const NOTHING: u32 = u32::MAX;
+
+pub struct Obj {
+    pipe: AtomicU32,
+    gen: AtomicU32,
+}
+
+pub struct Torture {
+    pub rcu: Rcu<4>,
+    objs: [Obj; OBJECTS],
+    current: AtomicU32,
+    done: AtomicBool,
+    /// histogram[age]: reads that saw an object this many grace periods old (3 = more).
+    pub histogram: [AtomicU32; 4],
+    pub reused_under_reader: AtomicU32,
+    pub exhausted: AtomicU32,
+    pub grace_periods: AtomicU32,
+    /// Polled writer (interrupt context): publications so far, the current object, and
+    /// the cookie of the grace period it is waiting for (if `waiting`).
+    pub published: AtomicU32,
+    cur: AtomicU32,
+    waiting: AtomicBool,
+    cookie: AtomicU32,
+}
+
+impl Torture {
+    pub const fn new() -> Self {
+        Torture {
+            rcu: Rcu::new(),
+            objs: [const {
+                Obj {
+                    pipe: AtomicU32::new(FREE),
+                    gen: AtomicU32::new(0),
+                }
+            }; OBJECTS],
+            current: AtomicU32::new(NOTHING),
+            done: AtomicBool::new(false),
+            histogram: [const { AtomicU32::new(0) }; 4],
+            reused_under_reader: AtomicU32::new(0),
+            exhausted: AtomicU32::new(0),
+            grace_periods: AtomicU32::new(0),
+            published: AtomicU32::new(0),
+            cur: AtomicU32::new(NOTHING),
+            waiting: AtomicBool::new(false),
+            cookie: AtomicU32::new(0),
+        }
+    }
+
+    /// One step of a writer that must never block (an interrupt handler): if a grace
+    /// period is pending, poll it and age the retired objects when it ends; otherwise
+    /// publish a new object, retire the old one and start a grace period.
+    pub fn writer_step_polled(&self) {
+        if self.waiting.load(Relaxed) {
+            if !self
+                .rcu
+                .poll(rcuref::GpCookie::from_raw(self.cookie.load(Relaxed)))
+            {
+                return;
+            }
+            self.waiting.store(false, Relaxed);
+            self.grace_periods.fetch_add(1, Relaxed);
+            self.age_retired();
+            return;
+        }
+        let cur = self.cur.load(Relaxed);
+        let Some(next) = (0..OBJECTS as u32)
+            .find(|&j| j != cur && self.objs[j as usize].pipe.load(Relaxed) == FREE)
+        else {
+            self.exhausted.fetch_add(1, Relaxed);
+            return;
+        };
+        let round = self.published.fetch_add(1, Relaxed) + 1;
+        let o = &self.objs[next as usize];
+        o.gen.store(round, Relaxed);
+        o.pipe.store(0, Relaxed);
+        self.current.store(next, Release); // publish
+        if cur != NOTHING {
+            self.objs[cur as usize].pipe.store(1, Release); // retire
+        }
+        self.cur.store(next, Relaxed);
+        self.cookie.store(self.rcu.start_poll().into_raw(), Relaxed);
+        self.waiting.store(true, Relaxed);
+    }
+
+    /// Reads (with long sections, so the writer's interrupts land inside them) until the
+    /// polled writer has published `rounds` objects.
+    pub fn reader_until_published(&self, rounds: u32, delay: u32) {
+        while self.published.load(Relaxed) < rounds {
+            self.read_once(delay);
+        }
+    }
+
+    /// One read section: the reader half, also callable from an interrupt handler
+    /// (it takes a slot for the section). `delay` spins inside the section.
+    pub fn read_once(&self, delay: u32) {
+        let r = self.rcu.read(|_guard| {
+            let j = self.current.load(Acquire);
+            if j == NOTHING {
+                return; // the writer has not started
+            }
+            let o = &self.objs[j as usize];
+            let (g1, p1) = (o.gen.load(Acquire), o.pipe.load(Acquire));
+            for _ in 0..delay {
+                core::hint::spin_loop();
+            }
+            let (p2, g2) = (o.pipe.load(Acquire), o.gen.load(Acquire));
+            let age = if p1 == FREE || p2 == FREE {
+                3
+            } else {
+                p1.max(p2).min(3)
+            };
+            self.histogram[age as usize].fetch_add(1, Relaxed);
+            if g1 != g2 {
+                self.reused_under_reader.fetch_add(1, Relaxed);
+            }
+        });
+        // A slot is always free for the torture's few readers.
+        r.unwrap();
+    }
+
+    /// Reads until the writer is done (for a second thread or hart).
+    pub fn reader_loop(&self) {
+        let mut i = 0u32;
+        while !self.done.load(Acquire) {
+            self.read_once(i % 64);
+            i = i.wrapping_add(1);
+        }
+    }
+
+    /// The writer half: `rounds` publications, each followed by a grace period.
+    pub fn writer(&self, rounds: u32, mut wait: impl FnMut()) {
+        let mut w = self.rcu.register().unwrap();
+        let first = 0usize;
+        self.objs[first].pipe.store(0, Relaxed);
+        self.current.store(first as u32, Release);
+        let mut cur = first;
+        for round in 1..=rounds {
+            // Find a free object; if none, let grace periods age the retired ones.
+            let next = loop {
+                if let Some(j) =
+                    (0..OBJECTS).find(|&j| j != cur && self.objs[j].pipe.load(Relaxed) == FREE)
+                {
+                    break j;
+                }
+                self.exhausted.fetch_add(1, Relaxed);
+                self.age(&mut w, &mut wait);
+            };
+            let o = &self.objs[next];
+            o.gen.store(round, Relaxed);
+            o.pipe.store(0, Relaxed);
+            self.current.store(next as u32, Release); // publish
+            self.objs[cur].pipe.store(1, Release); // retire the old one
+            cur = next;
+            self.age(&mut w, &mut wait);
+        }
+        self.done.store(true, Release);
+    }
+
+    /// One grace period, then every retired object is one older (and freed at FREE_AT).
+    fn age(&self, w: &mut rcuref::Reader<'_, 4>, wait: &mut impl FnMut()) {
+        w.synchronize(&mut *wait).unwrap();
+        self.grace_periods.fetch_add(1, Relaxed);
+        self.age_retired();
+    }
+
+    /// Every retired object is one grace period older (and free at FREE_AT).
+    fn age_retired(&self) {
+        for o in &self.objs {
+            let p = o.pipe.load(Relaxed);
+            if p != FREE && p >= 1 {
+                o.pipe
+                    .store(if p + 1 >= FREE_AT { FREE } else { p + 1 }, Release);
+            }
+        }
+    }
+
+    /// Reads seen at ages 0, 1, 2, 3+.
+    pub fn ages(&self) -> [u32; 4] {
+        [0, 1, 2, 3].map(|i| self.histogram[i].load(Relaxed))
+    }
+
+    /// Panics unless the run was clean: no reader saw an object older than one grace
+    /// period, and none saw it reused.
+    pub fn check(&self) {
+        let h = self.ages();
+        assert!(
+            h[0] + h[1] > 0,
+            "no reads happened: the torture proves nothing"
+        );
+        assert!(
+            h[2] == 0 && h[3] == 0,
+            "a reader saw an object retired two or more grace periods ago"
+        );
+        assert!(
+            self.reused_under_reader.load(Relaxed) == 0,
+            "an object was reused under a reader"
+        );
+    }
+}
+
+impl Default for Torture {
+    fn default() -> Self {
+        Self::new()
+    }
+}
