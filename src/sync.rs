@@ -127,3 +127,17 @@ mod cs_u64 {
         }
     }
 }
+
+/// A reader leaving its section: a `Release` store of `v`, or, under
+/// `rcuref_unsafe_assume_single_core`, a compiler fence and a relaxed store (the same
+/// single-core argument as [`reader_fence`]).
+#[inline(always)]
+pub(crate) fn reader_release_store(a: &AtomicU32, v: u32) {
+    #[cfg(all(not(loom), rcuref_unsafe_assume_single_core))]
+    {
+        core::sync::atomic::compiler_fence(Ordering::Release);
+        a.store(v, Ordering::Relaxed);
+    }
+    #[cfg(not(all(not(loom), rcuref_unsafe_assume_single_core)))]
+    a.store(v, Ordering::Release);
+}

@@ -123,8 +123,8 @@ impl<const N: usize> Rcu<N> {
                 && c.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
                     .is_ok()
             {
-                // INVARIANT: we hold claims[i], so we are slot i's only writer; it is 0
-                // (every Reader leaves its slot at 0 when dropped).
+                // INVARIANT: i < N (an index of `claims`); we hold claims[i], so we are
+                // slot i's only writer; it is 0 (a Reader leaves its slot at 0 when dropped).
                 return Ok(Reader {
                     rcu: self,
                     slot: i,
@@ -236,7 +236,8 @@ impl<const N: usize> Default for Rcu<N> {
 /// loads and stores.
 ///
 /// # Invariants
-/// `self` holds `rcu.claims[slot]`, so it is the only writer of `rcu.slots[slot]`.
+/// `slot < N`, and `self` holds `rcu.claims[slot]`, so it is the only writer of
+/// `rcu.slots[slot]`.
 pub struct Reader<'d, const N: usize> {
     rcu: &'d Rcu<N>,
     slot: usize,
@@ -244,11 +245,18 @@ pub struct Reader<'d, const N: usize> {
 }
 
 impl<'d, const N: usize> Reader<'d, N> {
+    /// This reader's slot, without a bounds check on the read-side fast path.
+    #[inline(always)]
+    fn my_slot(&self) -> &'d AtomicU32 {
+        // SAFETY: by the type invariant `self.slot < N`, the length of `slots`.
+        unsafe { self.rcu.slots.get_unchecked(self.slot) }
+    }
+
     /// Enters a read section (or nests in the current one). The section ends when the
     /// outermost guard is dropped.
     #[inline]
     pub fn lock(&self) -> Guard<'_, 'd, N> {
-        let slot = &self.rcu.slots[self.slot];
+        let slot = self.my_slot();
         // By the type invariant nobody else writes the slot: load + store is exact.
         let v = slot.load(Ordering::Relaxed);
         if v == 0 {
@@ -343,11 +351,11 @@ impl<'d, const N: usize> Guard<'_, 'd, N> {
 impl<const N: usize> Drop for Guard<'_, '_, N> {
     #[inline]
     fn drop(&mut self) {
-        let slot = &self.reader.rcu.slots[self.reader.slot];
+        let slot = self.reader.my_slot();
         let v = slot.load(Ordering::Relaxed);
         if v < 2 * ONE_LEVEL || mutant!(NestingIgnored) {
             // Outermost: the section's loads happen before a writer's Acquire sees 0.
-            slot.store(0, Ordering::Release);
+            crate::sync::reader_release_store(slot, 0);
         } else if v < STICKY {
             slot.store(v - ONE_LEVEL, Ordering::Relaxed);
         }

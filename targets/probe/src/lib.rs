@@ -23,3 +23,13 @@ probes! {
     rcuref_probe_put64: FileRef64 => |r| r.put();
     rcuref_probe_put_close64: FileRef64 => |r| r.put_close();
 }
+
+/// Probe symbol: an outermost RCU read section, entered and left (lock + unlock).
+#[no_mangle]
+#[allow(improper_ctypes_definitions)]
+pub extern "C" fn rcuref_probe_read_section(r: &rcuref::Reader<'static, 4>) -> bool {
+    let g = r.lock();
+    core::hint::black_box(&g);
+    drop(g);
+    true
+}
