@@ -22,10 +22,12 @@ pub mod mutants;
 
 pub mod file_ref;
 mod log;
+pub mod pool;
 pub mod rcu;
 
 #[cfg(any(target_has_atomic = "64", feature = "critical-section"))]
 pub use file_ref::FileRef64;
 pub use file_ref::{FileRef, FileRef32};
 pub use log::{set_warning_hook, warning_count, Warning};
+pub use pool::{Handle, Pool, PoolCell, PoolFull};
 pub use rcu::{DeferQueue, GpCookie, Guard, Rcu, RcuCell, RcuError, Reader, Retired};

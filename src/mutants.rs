@@ -32,6 +32,14 @@ pub enum Mutant {
     NoReaderFence,
     /// RCU: grace periods complete at once without waiting for readers ("busted" RCU).
     BustedGracePeriod,
+    /// Pool: allocation clears the slot, count included, before constructing the value
+    /// (Jann Horn's finding on the file_ref v2 series).
+    ZeroingAlloc,
+    /// Pool: a lookup returns the object it got a reference to without re-checking
+    /// that the location still names it.
+    NoRecheck,
+    /// Pool: the free list's ABA tag is cut to 2 bits.
+    TinyTag,
 }
 
 static ACTIVE: AtomicU8 = AtomicU8::new(Mutant::None as u8);
@@ -45,4 +53,29 @@ pub fn select(m: Mutant) {
 #[inline]
 pub fn active(m: Mutant) -> bool {
     ACTIVE.load(Ordering::Relaxed) == m as u8
+}
+
+static READ_DELAY: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
+static READ_TICK: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
+
+/// Injects a pause of up to `max_spins` (varying call to call) into lookup paths between
+/// reading a location and taking a reference, like liburcu's `DEBUG_YIELD`: it widens
+/// race windows so that torture runs on real threads reach them. 0 turns it off.
+pub fn set_read_delay(max_spins: u32) {
+    READ_DELAY.store(max_spins, Ordering::SeqCst);
+}
+
+/// The injected pause (a no-op unless `set_read_delay` was called).
+#[inline]
+pub(crate) fn read_delay() {
+    let max = READ_DELAY.load(Ordering::Relaxed);
+    if max != 0 {
+        let n = READ_TICK
+            .fetch_add(1, Ordering::Relaxed)
+            .wrapping_mul(2_654_435_761)
+            % max;
+        for _ in 0..n {
+            core::hint::spin_loop();
+        }
+    }
 }

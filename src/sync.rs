@@ -141,3 +141,27 @@ pub(crate) fn reader_release_store(a: &AtomicU32, v: u32) {
     #[cfg(not(all(not(loom), rcuref_unsafe_assume_single_core)))]
     a.store(v, Ordering::Release);
 }
+
+/// An `UnsafeCell` with loom's closure API, so loom can check every access to a pool
+/// slot's value: loom's own cell under `cfg(loom)`, a zero-cost wrapper otherwise.
+#[cfg(loom)]
+pub(crate) use loom::cell::UnsafeCell;
+
+#[cfg(not(loom))]
+#[repr(transparent)]
+pub(crate) struct UnsafeCell<T>(core::cell::UnsafeCell<T>);
+
+#[cfg(not(loom))]
+impl<T> UnsafeCell<T> {
+    pub(crate) const fn new(v: T) -> Self {
+        UnsafeCell(core::cell::UnsafeCell::new(v))
+    }
+    #[inline(always)]
+    pub(crate) fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
+        f(self.0.get())
+    }
+    #[inline(always)]
+    pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+        f(self.0.get())
+    }
+}

@@ -90,6 +90,14 @@ macro_rules! zoned_ref {
             /// [`new`](Self::new).
             #[inline]
             pub fn init(&self, refs: $int) {
+                // loom (0.7) lets a plain store slip between the read and the write of a
+                // concurrent read-modify-write (tokio-rs/loom#254), a history no C++
+                // execution or CPU can produce; it made the pool models report a put
+                // against a count `init` had just replaced. Under loom, `init` is a swap:
+                // the same write, which loom then keeps atomic with respect to RMWs.
+                #[cfg(loom)]
+                let _ = self.cnt.swap(Self::raw_for(refs), $crate::sync::Ordering::Release);
+                #[cfg(not(loom))]
                 self.cnt.store(Self::raw_for(refs), $crate::sync::Ordering::Release);
             }
 

@@ -97,6 +97,8 @@ fn test(args: &[String]) -> Result<(), String> {
             "loom_file_ref",
             "--test",
             "loom_rcu",
+            "--test",
+            "loom_pool",
             "--",
             "--test-threads=1",
         ],
@@ -114,6 +116,8 @@ fn test(args: &[String]) -> Result<(), String> {
             "torture_file_ref",
             "--test",
             "torture_rcu",
+            "--test",
+            "torture_pool",
             "--",
             "negative_controls",
             "--test-threads=1",
@@ -140,6 +144,10 @@ fn test(args: &[String]) -> Result<(), String> {
                 "rcu",
                 "--test",
                 "torture_rcu",
+                "--test",
+                "pool",
+                "--test",
+                "torture_pool",
             ],
             &[("MIRIFLAGS", "-Zmiri-strict-provenance")],
         );
@@ -171,7 +179,7 @@ fn test(args: &[String]) -> Result<(), String> {
             );
             let flags = format!("{} --cfg rcuref_mutants", target_rustflags(t));
             run.cargo(
-                &format!("{t} (negative control: busted RCU must be caught)"),
+                &format!("{t} (negative controls: broken RCU and pool must be caught)"),
                 &[
                     "test",
                     "-p",
@@ -180,6 +188,8 @@ fn test(args: &[String]) -> Result<(), String> {
                     t,
                     "--test",
                     "rcu",
+                    "--test",
+                    "pool",
                     "--",
                     "negative_control",
                 ],

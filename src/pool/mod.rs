@@ -1,0 +1,365 @@
+//! A typesafe-by-RCU object pool: the kernel's `SLAB_TYPESAFE_BY_RCU`, without a heap.
+//!
+//! A [`Pool<T, N>`] is `N` slots of `T` in a `static`. Each slot carries a [`FileRef32`],
+//! the object's reference count. A freed slot is reused **at once** for another `T`:
+//! only the *type* of a slot's memory is stable for a reader, not the object's identity.
+//! That is what makes lookups cheap and allocation immediate, and it is why a lookup
+//! must re-check what it found.
+//!
+//! # The rules, and who enforces them
+//!
+//! * **The count is never zeroed.** A free slot's count rests at DEAD, where every
+//!   `get` fails. Allocation writes the new value first and publishes the count last
+//!   with `init(1)` (a `Release` store). A zeroing allocator would set the count to 0,
+//!   which is ONEREF, a *live* count: a racing reader's `get` would succeed on a slot
+//!   under construction, `init` would then overwrite that reference, and the reader's
+//!   later put would destroy the new owner's object (Jann Horn's finding on the file_ref
+//!   v2 series; `Mutant::ZeroingAlloc` reproduces it and the tests catch it).
+//! * **Get, then re-check** ([`PoolCell::get`], the kernel's `__get_file_rcu`): load
+//!   which slot a published location names, take a reference with the fully ordered
+//!   `get`, then load the location again. If it no longer names that slot, the object
+//!   may be a different one that reused the slot: put the reference and retry.
+//!   `Mutant::NoRecheck` skips the re-check and the tests catch it.
+//! * **Fields only through a reference.** A [`Handle`] is a counted reference; `&T` is
+//!   reachable only through one. Readers that lost the race never touch the value.
+//! * **Lookups inside a read section.** [`PoolCell::get`] takes an RCU [`Guard`]. With a
+//!   static pool the memory itself never goes away, so the section is what the kernel's
+//!   API requires rather than what memory safety here needs; it also keeps the put of a
+//!   failed re-check inside a section, which is the rule FileRef's deconstruction race
+//!   asks for.
+//!
+//! # Races, step by step
+//!
+//! | reader (lookup of location L)          | writer                                   |
+//! |----------------------------------------|------------------------------------------|
+//! | loads L: slot 3                        |                                          |
+//! |                                        | takes L's object (slot 3), drops it: DEAD, slot 3 freed |
+//! | `get` on slot 3 fails (DEAD): retry    |                                          |
+//! |                                        | allocates slot 3 for another object: value written, `init(1)` |
+//! | (or) `get` on slot 3 succeeds: new object | publishes it at location M            |
+//! | re-check: L no longer names slot 3     |                                          |
+//! | put (maybe the last: then it destroys) and retry |                                |
+//!
+//! # Memory ordering
+//!
+//! * Allocation's `init(1)` (`Release`) after writing the value pairs with a reader's
+//!   `get` (`SeqCst` add, which acquires): a reader whose get succeeded sees the value.
+//! * The re-check load comes after the `get` in program order, and the get's acquire
+//!   keeps it there: it cannot be satisfied before the reference was taken.
+//! * The last put's acquire (FileRef's NOREF → DEAD) orders every holder's use of the
+//!   value before its destruction; the free list's `Release` push and `Acquire` pop
+//!   order the destruction before the next allocation's writes.
+
+mod free_list;
+
+use crate::file_ref::FileRef32;
+use crate::rcu::Guard;
+use crate::sync::{AtomicU32, Ordering, UnsafeCell};
+use core::marker::PhantomData;
+use core::mem::MaybeUninit;
+use free_list::FreeList;
+
+/// One slot: the count and the (possibly uninitialised) value.
+struct Slot<T> {
+    refs: FileRef32,
+    value: UnsafeCell<MaybeUninit<T>>,
+}
+
+/// `N` slots of `T` with typesafe-by-RCU reuse (see the [module docs](self)).
+///
+/// # Invariants
+/// * A slot whose index is on the free list has its count in the dead zone and no
+///   initialised value; nothing but failing `get`s touches it.
+/// * A slot not on the free list holds an initialised `T` while its count is live;
+///   the caller whose put moved it to DEAD drops the value and pushes the index back,
+///   exactly once.
+pub struct Pool<T, const N: usize> {
+    slots: [Slot<T>; N],
+    free: FreeList<N>,
+    in_use: AtomicU32,
+    high_water: AtomicU32,
+}
+
+// SAFETY: the pool hands `&T` to any context through handles (needs `T: Sync`) and
+// drops `T` on whichever context puts the last reference (needs `T: Send`); all of its
+// own state is atomic.
+unsafe impl<T: Send + Sync, const N: usize> Sync for Pool<T, N> {}
+// SAFETY: as above; moving the pool moves its values.
+unsafe impl<T: Send + Sync, const N: usize> Send for Pool<T, N> {}
+
+/// Allocation failed: every slot is in use. Holds the value that was not stored.
+#[derive(Debug, PartialEq, Eq)]
+pub struct PoolFull<T>(pub T);
+
+impl<T, const N: usize> Pool<T, N> {
+    /// An empty pool, usable in a `static`.
+    #[cfg(not(loom))]
+    pub const fn new() -> Self {
+        Pool {
+            slots: [const {
+                Slot {
+                    refs: FileRef32::from_raw(FileRef32::DEAD),
+                    value: UnsafeCell::new(MaybeUninit::uninit()),
+                }
+            }; N],
+            free: FreeList::new(),
+            in_use: AtomicU32::new(0),
+            high_water: AtomicU32::new(0),
+        }
+    }
+
+    /// An empty pool (loom build: not `const`).
+    #[cfg(loom)]
+    pub fn new() -> Self {
+        Pool {
+            slots: core::array::from_fn(|_| Slot {
+                refs: FileRef32::from_raw(FileRef32::DEAD),
+                value: UnsafeCell::new(MaybeUninit::uninit()),
+            }),
+            free: FreeList::new(),
+            in_use: AtomicU32::new(0),
+            high_water: AtomicU32::new(0),
+        }
+    }
+
+    /// Stores `value` in a free slot and returns the only reference to it. O(1).
+    ///
+    /// # Errors
+    /// [`PoolFull`] with the value when every slot is in use.
+    pub fn alloc(&self, value: T) -> Result<Handle<'_, T, N>, PoolFull<T>> {
+        let Some(i) = self.free.pop() else {
+            return Err(PoolFull(value));
+        };
+        let slot = &self.slots[i];
+        if mutant!(ZeroingAlloc) {
+            // The bug: clear the slot first (the count becomes 0 = ONEREF, live), then
+            // construct. The pause stands for the constructor's work.
+            slot.refs.init(1);
+            for _ in 0..64 {
+                core::hint::spin_loop();
+            }
+        }
+        // SAFETY: the index came off the free list, so by the type invariant the value is
+        // uninitialised and nobody else accesses it: racing readers' gets fail on the
+        // dead count and never reach the value.
+        slot.value.with_mut(|p| unsafe { (*p).write(value) });
+        // INVARIANT: the value is initialised; publish the count last (Release).
+        slot.refs.init(1);
+        let now = self.in_use.fetch_add(1, Ordering::Relaxed) + 1;
+        self.high_water.fetch_max(now, Ordering::Relaxed);
+        Ok(Handle {
+            pool: self,
+            index: i as u32,
+            _not_send_unless: PhantomData,
+        })
+    }
+
+    /// Slots in use now.
+    pub fn in_use(&self) -> usize {
+        self.in_use.load(Ordering::Relaxed) as usize
+    }
+
+    /// The most slots ever in use at once.
+    pub fn high_water(&self) -> usize {
+        self.high_water.load(Ordering::Relaxed) as usize
+    }
+
+    /// The number of slots, `N`.
+    pub const fn capacity(&self) -> usize {
+        N
+    }
+
+    /// Tries to take a reference to whatever object slot `index` holds now.
+    fn try_get(&self, index: usize) -> Option<Handle<'_, T, N>> {
+        // INVARIANT: a successful get on a live count gives us one of its references.
+        // (`then`, not `then_some`: a Handle built eagerly on a failed get would put a
+        // reference that was never taken when it is dropped.)
+        self.slots[index].refs.get().then(|| Handle {
+            pool: self,
+            index: index as u32,
+            _not_send_unless: PhantomData,
+        })
+    }
+
+    /// Drops the last reference's value and frees the slot.
+    fn destroy(&self, index: usize) {
+        // SAFETY: our put moved the count to DEAD, so by the type invariant we are the one
+        // caller that drops this value, no handle remains, and later gets fail.
+        self.slots[index]
+            .value
+            .with_mut(|p| unsafe { (*p).assume_init_drop() });
+        self.in_use.fetch_sub(1, Ordering::Relaxed);
+        self.free.push(index);
+    }
+}
+
+#[cfg(not(loom))]
+impl<T, const N: usize> Default for Pool<T, N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A counted reference to a pooled object. Cloning takes another reference; dropping
+/// the last one drops the value and frees the slot for immediate reuse.
+///
+/// # Invariants
+/// `index < N`, and this handle owns one reference counted in that slot's `refs`.
+pub struct Handle<'p, T, const N: usize> {
+    pool: &'p Pool<T, N>,
+    index: u32,
+    _not_send_unless: PhantomData<&'p T>,
+}
+
+impl<T, const N: usize> Handle<'_, T, N> {
+    /// The slot this object lives in (stable for the handle's life; another object may
+    /// use it afterwards).
+    pub fn slot(&self) -> usize {
+        self.index as usize
+    }
+
+    /// References held on this object right now (diagnostics).
+    pub fn ref_count(&self) -> u32 {
+        self.pool.slots[self.index as usize].refs.read()
+    }
+
+    /// Whether two handles name the same object.
+    pub fn ptr_eq(a: &Self, b: &Self) -> bool {
+        core::ptr::eq(a.pool, b.pool) && a.index == b.index
+    }
+}
+
+impl<T, const N: usize> core::ops::Deref for Handle<'_, T, N> {
+    type Target = T;
+    #[inline]
+    fn deref(&self) -> &T {
+        // SAFETY: by the type invariant we hold a reference, so the count is live and the
+        // value initialised, and it stays so until our drop.
+        self.pool.slots[self.index as usize]
+            .value
+            .with(|p| unsafe { (*p).assume_init_ref() })
+    }
+}
+
+impl<T, const N: usize> Clone for Handle<'_, T, N> {
+    fn clone(&self) -> Self {
+        // INVARIANT: we hold a reference, so `inc` is valid and the clone owns the new one.
+        self.pool.slots[self.index as usize].refs.inc();
+        Handle {
+            pool: self.pool,
+            index: self.index,
+            _not_send_unless: PhantomData,
+        }
+    }
+}
+
+impl<T, const N: usize> Drop for Handle<'_, T, N> {
+    fn drop(&mut self) {
+        if self.pool.slots[self.index as usize].refs.put() {
+            self.pool.destroy(self.index as usize);
+        }
+    }
+}
+
+impl<T: core::fmt::Debug, const N: usize> core::fmt::Debug for Handle<'_, T, N> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Handle")
+            .field("slot", &self.index)
+            .field("value", &**self)
+            .finish()
+    }
+}
+
+/// A published location that names one pooled object (or none) and owns a reference to
+/// it: an fd-table entry, a hash bucket, a tree link. Readers look it up with
+/// [`get`](Self::get) inside a read section; writers [`replace`](Self::replace) it.
+///
+/// # Invariants
+/// `cur` is 0 or `index + 1` of a slot in which this cell owns one reference.
+pub struct PoolCell<'p, T, const N: usize> {
+    pool: &'p Pool<T, N>,
+    cur: AtomicU32,
+}
+
+impl<'p, T, const N: usize> PoolCell<'p, T, N> {
+    /// An empty location of `pool`, usable in a `static`.
+    #[cfg(not(loom))]
+    pub const fn new(pool: &'p Pool<T, N>) -> Self {
+        PoolCell {
+            pool,
+            cur: AtomicU32::new(0),
+        }
+    }
+
+    /// An empty location (loom build: not `const`).
+    #[cfg(loom)]
+    pub fn new(pool: &'p Pool<T, N>) -> Self {
+        PoolCell {
+            pool,
+            cur: AtomicU32::new(0),
+        }
+    }
+
+    /// Publishes `new` (its reference moves into the cell) and returns the previous
+    /// object's reference, if any.
+    ///
+    /// # Panics
+    /// If `new` is a handle of another pool than the cell's (a programming error).
+    pub fn replace(&self, new: Option<Handle<'p, T, N>>) -> Option<Handle<'p, T, N>> {
+        let raw = match new {
+            Some(h) => {
+                assert!(
+                    core::ptr::eq(h.pool, self.pool),
+                    "rcuref: PoolCell::replace with a handle of another pool"
+                );
+                let raw = h.index + 1;
+                core::mem::forget(h); // INVARIANT: the cell now owns this reference
+                raw
+            }
+            None => 0,
+        };
+        let old = self.cur.swap(raw, Ordering::AcqRel);
+        // INVARIANT: the swap took the old reference out of the cell; it is ours now.
+        (old != 0).then(|| Handle {
+            pool: self.pool,
+            index: old - 1,
+            _not_send_unless: PhantomData,
+        })
+    }
+
+    /// Empties the location, returning its reference.
+    pub fn take(&self) -> Option<Handle<'p, T, N>> {
+        self.replace(None)
+    }
+
+    /// Looks the location up: a counted reference to the object it names, or `None`.
+    /// Get-then-recheck: a reference taken on a slot that the location no longer names
+    /// is put back and the lookup retried, so the result is always an object the
+    /// location named at the moment of the re-check.
+    pub fn get<const R: usize>(&self, _section: &Guard<'_, '_, R>) -> Option<Handle<'p, T, N>> {
+        loop {
+            let v = self.cur.load(Ordering::Acquire);
+            if v == 0 {
+                return None;
+            }
+            #[cfg(any(loom, rcuref_mutants))]
+            crate::mutants::read_delay();
+            let Some(h) = self.pool.try_get((v - 1) as usize) else {
+                // Dead: the object was taken out and freed after our load; the location
+                // has changed (or is changing), so look again.
+                core::hint::spin_loop();
+                continue;
+            };
+            if mutant!(NoRecheck) || self.cur.load(Ordering::Acquire) == v {
+                return Some(h);
+            }
+            drop(h); // a different object now owns the slot: give it back, retry
+        }
+    }
+}
+
+impl<T, const N: usize> Drop for PoolCell<'_, T, N> {
+    fn drop(&mut self) {
+        drop(self.take());
+    }
+}

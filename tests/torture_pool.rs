@@ -1,0 +1,89 @@
+//! The pool's generation-invariant torture on std threads, and its negative controls:
+//! a zeroing allocator and a lookup without re-check must both be caught.
+
+#[path = "cases/pool.rs"]
+mod cases;
+
+use std::thread;
+
+fn rounds() -> u32 {
+    if cfg!(miri) {
+        200
+    } else {
+        300_000
+    }
+}
+
+fn run(w: &cases::World, rounds: u32) {
+    thread::scope(|s| {
+        s.spawn(|| w.reader_loop());
+        s.spawn(|| w.reader_loop());
+        w.writer(rounds, rounds / 2);
+    });
+    let g = |a: &portable_atomic::AtomicU32| a.load(std::sync::atomic::Ordering::Relaxed);
+    let s = w.stats;
+    println!(
+        "lookups {} hits {} wrong_key {} torn {} dead {} twice {} allocs {} drops {} exhausted {} high water {}",
+        g(&s.lookups),
+        g(&s.hits),
+        g(&s.wrong_key),
+        g(&s.torn),
+        g(&s.dead_object),
+        g(&s.destroyed_twice),
+        g(&s.allocs),
+        g(&s.drops),
+        g(&s.exhausted),
+        w.pool.high_water()
+    );
+}
+
+#[test]
+fn generation_invariant_torture() {
+    let w = pool_world!();
+    run(&w, rounds());
+    w.finish_and_check();
+}
+
+/// Under `--cfg rcuref_mutants`, the same torture with pauses injected between a
+/// lookup's load and its get (liburcu's DEBUG_YIELD): the real pool must still pass, and
+/// each broken variant must fail.
+#[cfg(rcuref_mutants)]
+mod negative_controls {
+    use super::*;
+    use rcuref::mutants::{select, set_read_delay, Mutant};
+
+    const DELAY: u32 = 400;
+
+    fn with(m: Mutant, w: &cases::World) -> bool {
+        set_read_delay(DELAY);
+        select(m);
+        run(w, rounds() / 10);
+        select(Mutant::None);
+        set_read_delay(0);
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.finish_and_check())).is_ok()
+    }
+
+    #[test]
+    fn real_pool_passes_with_injected_delays() {
+        assert!(
+            with(Mutant::None, &pool_world!()),
+            "the real pool failed under injected delays"
+        );
+    }
+
+    #[test]
+    fn catches_zeroing_allocation() {
+        assert!(
+            !with(Mutant::ZeroingAlloc, &pool_world!()),
+            "the torture did not catch ZeroingAlloc"
+        );
+    }
+
+    #[test]
+    fn catches_lookup_without_recheck() {
+        assert!(
+            !with(Mutant::NoRecheck, &pool_world!()),
+            "the torture did not catch NoRecheck"
+        );
+    }
+}
