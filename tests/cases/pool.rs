@@ -124,6 +124,8 @@ pub struct Stats {
     pub allocs: AtomicU32,
     pub drops: AtomicU32,
     pub exhausted: AtomicU32,
+    /// Consecutive failed allocations (stall detection: a leak keeps the pool full).
+    pub exhausted_run: AtomicU32,
     pub done: AtomicBool,
 }
 
@@ -139,6 +141,7 @@ impl Stats {
             allocs: AtomicU32::new(0),
             drops: AtomicU32::new(0),
             exhausted: AtomicU32::new(0),
+            exhausted_run: AtomicU32::new(0),
             done: AtomicBool::new(false),
         }
     }
@@ -202,11 +205,19 @@ impl World {
         match self.pool.alloc(Obj::new(k, round, self.stats)) {
             Ok(h) => {
                 self.stats.allocs.fetch_add(1, Relaxed);
+                self.stats.exhausted_run.store(0, Relaxed);
                 drop(self.cells[k as usize].replace(Some(h)));
             }
             Err(PoolFull(v)) => {
                 self.stats.exhausted.fetch_add(1, Relaxed);
                 core::mem::forget(v); // never constructed in the pool: no drop to count
+                                      // Readers hold a few handles at most, briefly: a pool that stays full
+                                      // has leaked its slots, and a reader may be stuck on a dead object.
+                let run = self.stats.exhausted_run.fetch_add(1, Relaxed) + 1;
+                assert!(
+                    run < 200_000,
+                    "the pool stayed full for 200000 allocations: slots leaked"
+                );
             }
         }
     }
