@@ -22,7 +22,7 @@ fn run(t: &'static Torture, rounds: u32) {
     thread::scope(|s| {
         s.spawn(|| t.reader_loop());
         s.spawn(|| t.reader_loop());
-        t.writer(rounds, std::thread::yield_now);
+        t.writer(rounds, rounds / 10, std::thread::yield_now);
     });
     println!(
         "ages {:?}, grace periods {}, free-list exhaustion {}",

@@ -327,6 +327,12 @@ impl<'p, T, const N: usize> PoolCell<'p, T, N> {
         })
     }
 
+    /// Whether the location names no object right now (a relaxed snapshot: for the
+    /// writer side, whose updates are serialised, it is exact).
+    pub fn is_empty(&self) -> bool {
+        self.cur.load(Ordering::Relaxed) == 0
+    }
+
     /// Empties the location, returning its reference.
     pub fn take(&self) -> Option<Handle<'p, T, N>> {
         self.replace(None)

@@ -334,14 +334,22 @@ impl Torture {
         }
     }
 
-    /// The writer half: `rounds` publications, each followed by a grace period.
-    pub fn writer(&self, rounds: u32, mut wait: impl FnMut()) {
+    /// Reads done so far (all ages).
+    pub fn reads(&self) -> u32 {
+        self.ages().iter().sum()
+    }
+
+    /// The writer half: at least `rounds` publications, each followed by a grace period,
+    /// and on until the readers have done `min_reads` (so the two really overlap).
+    pub fn writer(&self, rounds: u32, min_reads: u32, mut wait: impl FnMut()) {
         let mut w = self.rcu.register().unwrap();
         let first = 0usize;
         self.objs[first].pipe.store(0, Relaxed);
         self.current.store(first as u32, Release);
         let mut cur = first;
-        for round in 1..=rounds {
+        let mut round = 0u32;
+        while round < rounds || self.reads() < min_reads {
+            round += 1;
             // Find a free object; if none, let grace periods age the retired ones.
             let next = loop {
                 if let Some(j) =

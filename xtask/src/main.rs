@@ -232,7 +232,32 @@ fn target_rustflags(target: &str) -> &'static str {
 }
 
 fn demo() -> Result<(), String> {
+    let fw_targets = ["thumbv7em-none-eabihf", "riscv64gc-unknown-none-elf"];
+    install::targets(&fw_targets)?;
+    install::qemu()?;
     let mut run = steps::Run::new("demo");
+    run.cargo_shown(
+        "host: fd table (fget/fput on a typesafe-by-RCU pool, threads)",
+        &["run", "--release", "--example", "fd_table"],
+        &[],
+    );
+    for t in fw_targets {
+        run.cargo_shown(
+            &format!("{t}: fd table firmware in QEMU"),
+            &[
+                "run",
+                "-q",
+                "-p",
+                "rcuref-firmware",
+                "--bin",
+                "fd_demo",
+                "--release",
+                "--target",
+                t,
+            ],
+            &[],
+        );
+    }
     run.cargo_shown(
         "host: FileRef under contention",
         &["run", "--release", "--example", "contention"],

@@ -141,6 +141,39 @@ fn read_tests(elf: &[u8]) -> Result<Vec<Test>, String> {
     Ok(tests)
 }
 
+fn has_test_section(elf: &[u8]) -> bool {
+    object::File::parse(elf)
+        .map(|f| f.section_by_name(".embedded_test").is_some())
+        .unwrap_or(false)
+}
+
+/// A plain firmware (not an embedded-test binary, e.g. `cargo run --bin fd_demo`): runs
+/// it once, prints its decoded defmt log, and returns its exit status.
+fn run_program(
+    m: &Machine,
+    elf_path: &str,
+    elf: &[u8],
+    table: Option<&Table>,
+) -> Result<(), String> {
+    let qemu = install::qemu_binary(m.qemu)?;
+    let timeout = Duration::from_secs(300);
+    let (verdict, log, stderr) = run_one(&qemu, m, elf_path, timeout, &[])?;
+    for l in decode_log(table, elf, &log) {
+        println!("{l}");
+    }
+    for l in stderr.lines().filter(|l| !l.trim().is_empty()) {
+        println!("qemu: {l}");
+    }
+    match verdict {
+        Verdict::Exit(0) => Ok(()),
+        Verdict::Exit(code) => Err(format!("the firmware exited with {code}")),
+        Verdict::Timeout => Err(format!(
+            "the firmware did not finish within {} s",
+            timeout.as_secs()
+        )),
+    }
+}
+
 /// Reads `len` bytes at virtual address `addr` from whichever loaded section holds it.
 fn read_at(file: &object::File, addr: u64, len: usize) -> Option<String> {
     for s in file.sections() {
@@ -193,13 +226,20 @@ enum Verdict {
     Timeout,
 }
 
+/// Boots `elf_path` in a fresh QEMU with `args` as its semihosting command line; kills
+/// it after `timeout`.
 fn run_one(
     qemu: &str,
     m: &Machine,
     elf_path: &str,
-    t: &Test,
+    timeout: Duration,
+    args: &[&str],
 ) -> Result<(Verdict, Vec<u8>, String), String> {
-    let semihosting = format!("enable=on,target=native,arg=run_addr,arg={}", t.entry);
+    let mut semihosting = String::from("enable=on,target=native");
+    for a in args {
+        semihosting.push_str(",arg=");
+        semihosting.push_str(a);
+    }
     let mut child = Command::new(qemu)
         .args(m.args)
         .args([
@@ -235,7 +275,7 @@ fn run_one(
         if let Some(st) = child.try_wait().map_err(|e| e.to_string())? {
             break Verdict::Exit(st.code().unwrap_or(-1));
         }
-        if start.elapsed() > t.timeout {
+        if start.elapsed() > timeout {
             let _ = child.kill();
             let _ = child.wait();
             break Verdict::Timeout;
@@ -275,8 +315,11 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let elf_path = elf_path.ok_or("qemu-run needs the ELF to run")?;
     let m = machine(&target)?;
     let elf = std::fs::read(&elf_path).map_err(|e| format!("{elf_path}: {e}"))?;
-    let tests = read_tests(&elf)?;
     let table = Table::parse(&elf).map_err(|e| format!("defmt table: {e}"))?;
+    if !has_test_section(&elf) {
+        return run_program(m, &elf_path, &elf, table.as_ref());
+    }
+    let tests = read_tests(&elf)?;
 
     let selected: Vec<&Test> = tests
         .iter()
@@ -316,7 +359,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
             continue;
         }
         let t0 = Instant::now();
-        let (verdict, log, stderr) = run_one(&qemu, m, &elf_path, t)?;
+        let entry = t.entry.to_string();
+        let (verdict, log, stderr) =
+            run_one(&qemu, m, &elf_path, t.timeout, &["run_addr", &entry])?;
         let lines = decode_log(table.as_ref(), &elf, &log);
         let (ok, why) = match verdict {
             Verdict::Exit(0) if !t.should_panic => (true, String::new()),

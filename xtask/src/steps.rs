@@ -120,7 +120,9 @@ impl Run {
         let _ = fs::write(&log, &text);
         let (passed, failed) = count_results(&text);
         let secs = start.elapsed().as_secs_f64();
-        if ok {
+        if ok && passed == 0 {
+            println!("ok ({secs:.0} s)");
+        } else if ok {
             println!("ok ({passed} passed, {secs:.0} s)");
         } else {
             println!("FAILED ({passed} passed, {failed} failed, {secs:.0} s)");
@@ -204,7 +206,16 @@ impl Run {
             }
         }
         println!("logs: {}", log_dir().display());
-        println!("{}: {passed} passed, {failed} failed", self.kind);
+        if self.kind == "demo" {
+            // Demos run programs, not tests: count the parts that ran clean.
+            println!(
+                "demo: {} of {} parts ran clean",
+                self.outcomes.len() - bad,
+                self.outcomes.len()
+            );
+        } else {
+            println!("{}: {passed} passed, {failed} failed", self.kind);
+        }
         if bad == 0 {
             Ok(())
         } else {

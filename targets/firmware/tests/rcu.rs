@@ -103,7 +103,7 @@ mod tests {
         pub fn readers_in_handler(rounds: u32) -> &'static Torture {
             tick::start(1_199, read_in_handler);
             // A thread writer may spin: the handler's sections always finish first.
-            READERS.writer(rounds, core::hint::spin_loop);
+            READERS.writer(rounds, 200, core::hint::spin_loop);
             let ticks = tick::stop();
             defmt::info!(
                 "{=u32} interrupts, {=u32} of them mid-grace-period",
@@ -176,7 +176,7 @@ mod tests {
 
         fn job(hart: usize) {
             if hart == 0 {
-                T.writer(5_000, core::hint::spin_loop);
+                T.writer(5_000, 2_000, core::hint::spin_loop);
             } else {
                 T.reader_loop();
             }
