@@ -54,19 +54,33 @@ mod negative_controls {
 
     const DELAY: u32 = 400;
 
-    fn with(m: Mutant, w: &cases::World) -> bool {
+    /// Runs the torture on `w` with `m` selected; true if the books came out clean.
+    fn clean_with(m: Mutant, w: &cases::World) -> bool {
         set_read_delay(DELAY);
         select(m);
-        run(w, rounds() / 10);
+        run(w, rounds() / 3);
         select(Mutant::None);
         set_read_delay(0);
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.finish_and_check())).is_ok()
     }
 
+    /// A race window on real threads is hit by chance: a broken variant gets up to five
+    /// independent runs (five separate pools) and must be caught in one of them.
+    fn caught(m: Mutant) -> bool {
+        let worlds = [
+            pool_world!(),
+            pool_world!(),
+            pool_world!(),
+            pool_world!(),
+            pool_world!(),
+        ];
+        worlds.iter().any(|w| !clean_with(m, w))
+    }
+
     #[test]
     fn real_pool_passes_with_injected_delays() {
         assert!(
-            with(Mutant::None, &pool_world!()),
+            clean_with(Mutant::None, &pool_world!()),
             "the real pool failed under injected delays"
         );
     }
@@ -74,16 +88,16 @@ mod negative_controls {
     #[test]
     fn catches_zeroing_allocation() {
         assert!(
-            !with(Mutant::ZeroingAlloc, &pool_world!()),
-            "the torture did not catch ZeroingAlloc"
+            caught(Mutant::ZeroingAlloc),
+            "the torture did not catch ZeroingAlloc in five runs"
         );
     }
 
     #[test]
     fn catches_lookup_without_recheck() {
         assert!(
-            !with(Mutant::NoRecheck, &pool_world!()),
-            "the torture did not catch NoRecheck"
+            caught(Mutant::NoRecheck),
+            "the torture did not catch NoRecheck in five runs"
         );
     }
 }
