@@ -259,6 +259,11 @@ fn demo() -> Result<(), String> {
         );
     }
     run.cargo_shown(
+        "host: path lookups without locks vs RwLock (kernfs/proc pattern)",
+        &["run", "--release", "--example", "lookup"],
+        &[],
+    );
+    run.cargo_shown(
         "host: FileRef under contention",
         &["run", "--release", "--example", "contention"],
         &[],
