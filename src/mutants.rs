@@ -32,6 +32,9 @@ pub enum Mutant {
     NoReaderFence,
     /// RCU: grace periods complete at once without waiting for readers ("busted" RCU).
     BustedGracePeriod,
+    /// RCU: no fast path when no reader is online (the plain four-step machine), so the
+    /// models also cover the slow path in runs where readers are idle.
+    NoIdleFastPath,
     /// Pool: allocation clears the slot, count included, before constructing the value
     /// (Jann Horn's finding on the file_ref v2 series).
     ZeroingAlloc,

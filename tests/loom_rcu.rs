@@ -159,3 +159,13 @@ fn catches_missing_reader_fence() {
 fn catches_busted_grace_periods() {
     must_catch(Mutant::BustedGracePeriod, polled_grace_period);
 }
+
+/// The same model with the idle fast path turned off, so the four-step machine is
+/// checked on its own too (with it on, loom's idle-reader schedules take the fast path).
+#[test]
+fn slow_path_alone_is_safe() {
+    select(Mutant::NoIdleFastPath);
+    let ok = std::panic::catch_unwind(reader_vs_two_updates).is_ok();
+    select(Mutant::None);
+    assert!(ok, "the four-step grace period failed the model");
+}

@@ -47,6 +47,7 @@ pub struct RcuTree {
     files: &'static [[PoolCell<'static, Node, NODES>; FILES_PER_DIR]; DIRS],
 }
 
+/// Declares the statics of one RCU tree and evaluates to an `RcuTree`.
 #[macro_export]
 macro_rules! rcu_tree {
     () => {{
@@ -111,12 +112,14 @@ impl RcuTree {
     }
 }
 
+/// One entry of the locked tree: a name and its inode.
+type Entry = Option<(Name, u32)>;
+/// The directories, then each directory's files.
+type Table = ([Entry; DIRS], [[Entry; FILES_PER_DIR]; DIRS]);
+
 /// The RwLock version: the same tree behind one lock (kernfs's `kernfs_rwsem`).
 pub struct LockedTree {
-    inner: RwLock<(
-        [Option<(Name, u32)>; DIRS],
-        [[Option<(Name, u32)>; FILES_PER_DIR]; DIRS],
-    )>,
+    inner: RwLock<Table>,
 }
 
 impl LockedTree {

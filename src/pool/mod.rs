@@ -146,7 +146,10 @@ impl<T, const N: usize> Pool<T, N> {
         // INVARIANT: the value is initialised; publish the count last (Release).
         slot.refs.init(1);
         let now = self.in_use.fetch_add(1, Ordering::Relaxed) + 1;
-        self.high_water.fetch_max(now, Ordering::Relaxed);
+        // A plain load first: the read-modify-write is needed only on a new record.
+        if now > self.high_water.load(Ordering::Relaxed) {
+            self.high_water.fetch_max(now, Ordering::Relaxed);
+        }
         Ok(Handle {
             pool: self,
             index: i as u32,

@@ -1,0 +1,52 @@
+//! `ops <name> <iterations>`: runs one hot path in a loop, for counting its instructions
+//! under valgrind's callgrind (`cargo xtask bench` subtracts the `empty` loop).
+
+use rcuref::{FileRef64, Pool, Rcu};
+use rcuref_bench::CasRef;
+use std::hint::black_box;
+use std::sync::Arc;
+
+static RCU: Rcu<4> = Rcu::new();
+static POOL: Pool<u64, 16> = Pool::new();
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let (op, n): (&str, u64) = match args.as_slice() {
+        [_, op, n] => (op, n.parse().expect("iterations")),
+        _ => {
+            eprintln!("usage: ops <empty|fileref_get_put|cas_get_put|arc_clone_drop|rcu_read|epoch_pin|pool_alloc_free> <iterations>");
+            std::process::exit(2);
+        }
+    };
+    let r = FileRef64::new(1);
+    let c = CasRef::new(1);
+    let a = Arc::new(0u64);
+    let reader = RCU.register().unwrap();
+    for _ in 0..n {
+        match op {
+            "empty" => {
+                black_box(&r);
+            }
+            "fileref_get_put" => {
+                black_box(r.get() && r.put());
+            }
+            "cas_get_put" => {
+                black_box(c.get() && c.put());
+            }
+            "arc_clone_drop" => drop(black_box(a.clone())),
+            "rcu_read" => {
+                let g = reader.lock();
+                black_box(&g);
+            }
+            "epoch_pin" => {
+                let g = crossbeam_epoch::pin();
+                black_box(&g);
+            }
+            "pool_alloc_free" => drop(black_box(POOL.alloc(7).ok())),
+            other => {
+                eprintln!("unknown op {other}");
+                std::process::exit(2);
+            }
+        }
+    }
+}
