@@ -6,6 +6,7 @@
 //! * `qemu-run` — cargo's runner for the embedded targets (see `qemu.rs`).
 //! * `size`  — code size of the hot paths per embedded target.
 
+mod bench;
 mod install;
 mod qemu;
 mod size;
@@ -22,6 +23,9 @@ const USAGE: &str = "usage: cargo xtask <command>
            --host-only  skip QEMU
            --target T   only this embedded target (repeatable)
   demo     run the main demo
+  bench [--quick]
+           run the benchmarks, write docs/bench/REPORT.md and SVG charts
+           (RCUREF_BENCH_THREADS=1,2,4,8,16 sets the contended thread counts)
   size [--save]
            code size of the hot paths per embedded target (release), compared with
            docs/size-baseline.tsv (--save rewrites it)
@@ -44,6 +48,7 @@ fn main() -> ExitCode {
         Some("demo") => demo(),
         Some("qemu-run") => qemu::run(&args[1..]),
         Some("size") => size::run(&args[1..]),
+        Some("bench") => bench::bench(&args[1..]),
         Some("-h" | "--help") => {
             println!("{USAGE}");
             Ok(())

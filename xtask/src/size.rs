@@ -49,7 +49,7 @@ fn symbols(target: &str, package: &str, extra: &[&str]) -> Result<Vec<(String, u
         .collect())
 }
 
-fn measure(target: &str) -> Result<BTreeMap<String, u64>, String> {
+pub fn measure(target: &str) -> Result<BTreeMap<String, u64>, String> {
     let mut sizes = BTreeMap::new();
     for (name, size) in symbols(target, "rcuref-probe", &[])? {
         if let Some(probe) = name.strip_prefix("rcuref_probe_") {
