@@ -41,6 +41,17 @@
 //! shipped the one-flip bug once; `tests/loom_rcu.rs` keeps a one-flip variant
 //! (`Mutant::SingleFlip`) and requires the model to catch it.
 //!
+//! # The idle fast path
+//!
+//! If, after the writer's full fence, **no slot is online at all**, the grace period (and
+//! any pending ones) completes with a single store of the target. A reader the scan saw
+//! offline cannot hold anything unpublished before the fence (the same fence pairing as
+//! below); a reader that had loaded `gp` earlier and comes online afterwards with a stale
+//! phase is caught by the two flips of the next grace period that finds someone online. On
+//! a single core whose readers run in interrupt handlers, every grace period the thread
+//! writer waits for takes this path. `tests/loom_rcu.rs` checks the model with and without
+//! it (`slow_path_alone_is_safe`).
+//!
 //! # Memory ordering
 //!
 //! * Reader `lock`: store slot, then `fence(SeqCst)`, then the section's loads. Writer:

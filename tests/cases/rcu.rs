@@ -222,6 +222,8 @@ pub struct Torture {
     pub reused_under_reader: AtomicU32,
     pub exhausted: AtomicU32,
     pub grace_periods: AtomicU32,
+    /// Set while the blocking writer is inside `synchronize` (for "mid-grace-period").
+    pub in_synchronize: AtomicBool,
     /// Polled writer (interrupt context): publications so far, the current object, and
     /// the cookie of the grace period it is waiting for (if `waiting`).
     pub published: AtomicU32,
@@ -246,6 +248,7 @@ impl Torture {
             reused_under_reader: AtomicU32::new(0),
             exhausted: AtomicU32::new(0),
             grace_periods: AtomicU32::new(0),
+            in_synchronize: AtomicBool::new(false),
             published: AtomicU32::new(0),
             cur: AtomicU32::new(NOTHING),
             waiting: AtomicBool::new(false),
@@ -373,7 +376,9 @@ impl Torture {
 
     /// One grace period, then every retired object is one older (and freed at FREE_AT).
     fn age(&self, w: &mut rcuref::Reader<'_, 4>, wait: &mut impl FnMut()) {
+        self.in_synchronize.store(true, Relaxed);
         w.synchronize(&mut *wait).unwrap();
+        self.in_synchronize.store(false, Relaxed);
         self.grace_periods.fetch_add(1, Relaxed);
         self.age_retired();
     }
