@@ -46,7 +46,7 @@ impl<'a, T, const N: usize> RcuCell<'a, T, N> {
     /// the value alive, and returning a reference would be unsound. This is a
     /// programming error with no sound fallback, like a `RefCell` borrow conflict.
     #[inline]
-    pub fn load<'g>(&self, guard: &'g Guard<'_, '_, N>) -> &'g T {
+    pub fn load<'g>(&'g self, guard: &'g Guard<'_, '_, N>) -> &'g T {
         assert!(
             core::ptr::eq(guard.domain(), self.rcu),
             "rcuref: RcuCell::load with a guard of another RCU domain"
@@ -54,8 +54,10 @@ impl<'a, T, const N: usize> RcuCell<'a, T, N> {
         let p = self.ptr.load(Ordering::Acquire);
         // SAFETY: by the type invariant `p` points to a live `T` that only readers
         // access while published; the guard's section (same domain, checked above)
-        // delays any hand-back of `p` until after the section, and the returned
-        // lifetime ends with the guard borrow.
+        // delays any hand-back of `p` until after the section. The returned lifetime is
+        // bounded by both the guard borrow (the section) and the cell borrow (so by 'a,
+        // the storage's own borrow: the reference cannot outlive the storage;
+        // tests/ui/cell_ref_outlives_cell.rs).
         unsafe { &*p }
     }
 

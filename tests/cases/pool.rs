@@ -190,7 +190,24 @@ impl World {
     /// readers have done `min_lookups`.
     pub fn writer(&self, rounds: u32, min_lookups: u32) {
         let mut round = 0u32;
-        while round < rounds || self.stats.lookups.load(Relaxed) < min_lookups {
+        let (mut seen, mut still) = (0u32, 0u32);
+        loop {
+            let lookups = self.stats.lookups.load(Relaxed);
+            if round >= rounds && lookups >= min_lookups {
+                break;
+            }
+            // Stall detection (rcutorture's): readers always make progress on a correct
+            // pool; one that has not finished a lookup in 20M rounds is stuck (e.g. on
+            // a location that names a destroyed object in a corrupted pool).
+            if lookups == seen {
+                still += 1;
+                assert!(
+                    still < 20_000_000,
+                    "a reader stalled: no lookup finished in 20M writer rounds"
+                );
+            } else {
+                (seen, still) = (lookups, 0);
+            }
             round = round.wrapping_add(1);
             self.write_round(round);
         }

@@ -1,0 +1,17 @@
+// A reference loaded from an RcuCell must not outlive the cell (and with it the
+// borrow of the storage): this must not compile.
+use rcuref::{Rcu, RcuCell};
+
+static RCU: Rcu<2> = Rcu::new();
+
+fn main() {
+    let reader = RCU.register().unwrap();
+    let guard = reader.lock();
+    let r;
+    {
+        let mut storage = 5u32;
+        let cell = RcuCell::new(&RCU, &mut storage);
+        r = cell.load(&guard);
+    }
+    println!("{r}");
+}
