@@ -5,11 +5,15 @@
 //! where it must fail. `--test-threads=1` because the variant is chosen per process.
 #![cfg(loom)]
 
+#[path = "common/loom.rs"]
+mod common;
+use common::{model, must_catch};
+
 use loom::cell::UnsafeCell;
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use rcuref::mutants::{select, Mutant};
+use rcuref::mutants::Mutant;
 use rcuref::FileRef32;
 
 /// An object whose payload loom watches: holders read it with `with`, the destroyer
@@ -56,26 +60,12 @@ impl Obj {
     }
 }
 
-fn model(f: impl Fn() + Sync + Send + 'static) {
-    let mut b = loom::model::Builder::new();
-    b.preemption_bound = Some(3);
-    b.check(f);
-}
-
-/// Runs `harness` with `m` selected and asserts that it fails (loom panics).
-fn must_catch(m: Mutant, harness: fn()) {
-    select(m);
-    let caught = std::panic::catch_unwind(harness).is_err();
-    select(Mutant::None);
-    assert!(caught, "the harness did not catch the broken variant {m:?}");
-}
-
 // ---- 1. last put vs get, over the states of rcuref's critical-state table ----------
 
 /// T1 drops the only reference while T2 tries to get: covers "put reaches NOREF, get
 /// revives it, put's cmpxchg fails" and "put marks DEAD, get fails", and every mix.
 fn last_put_vs_get(close: bool) {
-    model(move || {
+    model(3, move || {
         let o = Arc::new(Obj::new(1));
         let o2 = o.clone();
         let t = thread::spawn(move || {
@@ -98,7 +88,7 @@ fn last_put_vs_get(close: bool) {
 
 /// Two holders drop their references concurrently while a third thread gets.
 fn two_puts_vs_get() {
-    model(|| {
+    model(3, || {
         let o = Arc::new(Obj::new(2));
         let (a, b) = (o.clone(), o.clone());
         let t1 = thread::spawn(move || {
@@ -168,7 +158,7 @@ fn catches_put_close_storing_dead() {
 /// threads have left the read sections they entered before touching the count. T1's put
 /// may stall anywhere; T2 gets, puts, and may win the destroy; either thread may reclaim.
 fn deconstruction(put_outside_section: bool) {
-    model(move || {
+    model(3, move || {
         struct Mem {
             r: FileRef32,
         }
@@ -235,7 +225,7 @@ fn deconstruction_race_is_caught_outside_a_read_section() {
 /// A writer initialises a dead object's payload and publishes it with `init(1)`; a
 /// reader whose `get` succeeds must see the initialised payload.
 fn publish() {
-    model(|| {
+    model(3, || {
         let o = Arc::new(Obj {
             r: FileRef32::from_raw(FileRef32::DEAD),
             payload: UnsafeCell::new(FREED),

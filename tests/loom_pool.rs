@@ -4,24 +4,14 @@
 //! `RUSTFLAGS="--cfg loom" cargo test --release --test loom_pool -- --test-threads=1`.
 #![cfg(loom)]
 
+#[path = "common/loom.rs"]
+mod common;
+use common::{model, must_catch};
+
 use loom::sync::Arc;
 use loom::thread;
-use rcuref::mutants::{select, Mutant};
+use rcuref::mutants::Mutant;
 use rcuref::{Pool, PoolCell, Rcu};
-
-fn model(bound: usize, f: impl Fn() + Sync + Send + 'static) {
-    let mut b = loom::model::Builder::new();
-    b.preemption_bound = Some(bound);
-    b.max_branches = 20_000;
-    b.check(f);
-}
-
-fn must_catch(m: Mutant, harness: fn()) {
-    select(m);
-    let caught = std::panic::catch_unwind(harness).is_err();
-    select(Mutant::None);
-    assert!(caught, "the model did not catch the broken variant {m:?}");
-}
 
 /// An object that knows which location it belongs to.
 struct Obj {

@@ -4,6 +4,10 @@
 //! `RUSTFLAGS="--cfg loom" cargo test --release --test loom_rcu -- --test-threads=1`.
 #![cfg(loom)]
 
+#[path = "common/loom.rs"]
+mod common;
+use common::{model, must_catch};
+
 use loom::cell::UnsafeCell;
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::Arc;
@@ -48,20 +52,6 @@ impl World {
         // SAFETY: (test) loom checks that no reader access is concurrent with this.
         self.bufs[old].with_mut(|p| unsafe { *p = FREED });
     }
-}
-
-fn model(bound: usize, f: impl Fn() + Sync + Send + 'static) {
-    let mut b = loom::model::Builder::new();
-    b.preemption_bound = Some(bound);
-    b.max_branches = 10_000;
-    b.check(f);
-}
-
-fn must_catch(m: Mutant, harness: fn()) {
-    select(m);
-    let caught = std::panic::catch_unwind(harness).is_err();
-    select(Mutant::None);
-    assert!(caught, "the model did not catch the broken variant {m:?}");
 }
 
 /// A reader's one section vs a writer that replaces twice (so a stale phase meets the
