@@ -28,7 +28,7 @@ fn loud(program: &str, args: &[&str]) -> Result<(), String> {
     }
 }
 
-/// Host tools: clippy for lints, and a nightly with Miri when `miri` is asked for.
+/// Host tools: a nightly with Miri, when `miri` is asked for.
 pub fn host_tools(miri: bool) -> Result<(), String> {
     if miri && !quiet_ok("cargo", &["+nightly", "miri", "--version"]) {
         loud(
