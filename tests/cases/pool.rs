@@ -212,6 +212,13 @@ impl World {
             self.write_round(round);
         }
         self.stats.done.store(true, Relaxed);
+        // Empty the locations: a reader spinning in a lookup on a location that names a
+        // destroyed object (possible only in a broken pool) would otherwise wait for a
+        // writer that has finished. On a correct pool this is what `finish_and_check`
+        // does anyway.
+        for c in self.cells.iter() {
+            drop(c.take());
+        }
     }
 
     /// One replacement: a fresh object for location `round % LOCATIONS`; the replaced
@@ -290,7 +297,7 @@ impl World {
         );
         assert!(
             get(&s.wrong_key) == 0,
-            "a lookup returned an object its location never held (no re-check?)"
+            "a lookup returned an object its location never held (no re-check, or a slot owned twice)"
         );
         assert!(
             get(&s.torn) == 0,

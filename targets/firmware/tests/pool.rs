@@ -188,15 +188,8 @@ mod tests {
     /// written) lies inside one run of the handler when the handler allocates, and
     /// covers a slot no location names yet when thread code allocates, so no reader can
     /// reach it there; the bug is an SMP race.
-    ///
-    /// Ignored in CI: on two harts it catches the bug in about two of three runs within
-    /// 2 s, but in the others the corrupted pool wedges *both* harts (the writer too, so
-    /// no stall detector fires) until the 120 s timeout. Not diagnosed yet. Loom and the
-    /// host-thread torture catch this variant every time. Run it with
-    /// `--include-ignored` (firmware built with `--cfg rcuref_mutants`).
     #[cfg(all(rcuref_mutants, not(target_arch = "arm")))]
     #[test]
-    #[ignore]
     #[should_panic]
     fn negative_control_zeroing_allocation() {
         control(rcuref::mutants::Mutant::ZeroingAlloc);
