@@ -203,26 +203,31 @@ impl<const N: usize> Rcu<N> {
                 self.gp.store(target, Ordering::Release);
                 return;
             }
+            // One scan of the slots, after a full fence, answers both questions below.
+            crate::sync::fence(Ordering::SeqCst);
+            let old = phase(g) ^ 1; // the phase before the flip (meaningful when waiting)
+            let (mut online, mut old_online) = (false, false);
+            for s in &self.slots {
+                let v = s.load(Ordering::Acquire);
+                if v != 0 {
+                    online = true;
+                    old_online |= v & 1 == old;
+                }
+            }
             // Fast path: no reader online at all. After our full fence, a reader whose
             // slot we saw as 0 cannot hold anything unpublished before the fence (its
             // own fence orders its loads after the unpublish), so every grace period
             // up to `target` is complete. A reader that loaded `gp` earlier and comes
             // online later with a stale phase is caught by the two flips of the next
             // grace period that finds someone online. One store instead of four steps.
-            crate::sync::fence(Ordering::SeqCst);
-            if !mutant!(NoIdleFastPath) && self.slots.iter().all(|s| s.load(Ordering::Acquire) == 0)
-            {
+            if !online && !mutant!(NoIdleFastPath) {
                 // Keep the phase parity a target step would have (`target` is even).
                 self.gp.store(target, Ordering::Release);
                 return;
             }
             if g & 1 == 1 {
                 // Waiting: done when no slot is online with the phase before the flip.
-                let old = phase(g) ^ 1;
-                if self.slots.iter().any(|s| {
-                    let v = s.load(Ordering::Acquire);
-                    v != 0 && v & 1 == old
-                }) {
+                if old_online {
                     return;
                 }
                 crate::sync::fence(Ordering::SeqCst);
