@@ -63,48 +63,35 @@ fn contended(c: &mut Criterion) {
     let mut g = c.benchmark_group("refcount_contended");
     g.sample_size(20).measurement_time(Duration::from_secs(3));
     for n in thread_counts() {
-        let r = Arc::new(FileRef64::new(1));
-        g.bench_with_input(BenchmarkId::new("FileRef get+put", n), &n, |b, &n| {
-            let r = r.clone();
-            b.iter_custom(|iters| {
-                let r = r.clone();
-                hammer(
-                    n,
-                    iters,
-                    Arc::new(move || {
-                        black_box(r.get());
-                        black_box(r.put());
-                    }),
-                )
-            })
-        });
-        let r = Arc::new(CasRef::new(1));
-        g.bench_with_input(
-            BenchmarkId::new("CAS-loop inc_not_zero+dec", n),
-            &n,
-            |b, &n| {
-                let r = r.clone();
-                b.iter_custom(|iters| {
-                    let r = r.clone();
-                    hammer(
-                        n,
-                        iters,
-                        Arc::new(move || {
-                            black_box(r.get());
-                            black_box(r.put());
-                        }),
-                    )
-                })
-            },
-        );
-        let a = Arc::new(Arc::new(0u64));
-        g.bench_with_input(BenchmarkId::new("Arc clone+drop", n), &n, |b, &n| {
-            let a = a.clone();
-            b.iter_custom(|iters| {
-                let a = a.clone();
-                hammer(n, iters, Arc::new(move || drop(black_box((*a).clone()))))
-            })
-        });
+        // Each case: its name and one operation on a counter shared by all threads.
+        let file_ref = Arc::new(FileRef64::new(1));
+        let cas = Arc::new(CasRef::new(1));
+        let arc = Arc::new(0u64);
+        let cases: [(&str, Arc<dyn Fn() + Send + Sync>); 3] = [
+            (
+                "FileRef get+put",
+                Arc::new(move || {
+                    black_box(file_ref.get());
+                    black_box(file_ref.put());
+                }),
+            ),
+            (
+                "CAS-loop inc_not_zero+dec",
+                Arc::new(move || {
+                    black_box(cas.get());
+                    black_box(cas.put());
+                }),
+            ),
+            (
+                "Arc clone+drop",
+                Arc::new(move || drop(black_box(arc.clone()))),
+            ),
+        ];
+        for (name, op) in cases {
+            g.bench_with_input(BenchmarkId::new(name, n), &n, |b, &n| {
+                b.iter_custom(|iters| hammer(n, iters, op.clone()))
+            });
+        }
     }
     g.finish();
 }
