@@ -85,7 +85,8 @@ impl<T, const M: usize> DeferQueue<T, M> {
     }
 
     /// Defers `value`; if the queue is full, first waits (through `reader`, calling
-    /// `wait` between attempts) until the oldest value can be released.
+    /// `wait` between attempts) until the oldest value can be released. A queue of
+    /// capacity 0 waits for a grace period and releases `value` at once.
     ///
     /// # Errors
     /// [`RcuError::InReadSection`] if `reader` is inside a read section and the queue is
@@ -104,8 +105,12 @@ impl<T, const M: usize> DeferQueue<T, M> {
             }
             self.collect(rcu, &mut reclaim);
         }
-        self.defer(rcu, value)
-            .map_err(|v| (RcuError::InReadSection, v))
+        if let Err(v) = self.defer(rcu, value) {
+            // Still no room (only with `M == 0`): a full grace period has passed since
+            // the caller unpublished `v` (the synchronize above), so it is released now.
+            reclaim(v);
+        }
+        Ok(())
     }
 
     /// Waits for a grace period and releases every pending value (`rcu_barrier`).

@@ -146,6 +146,15 @@ pub fn defer_queue_is_bounded() {
     q.defer_or_wait(&mut writer, 6, || (), |_| released += 1)
         .unwrap();
     assert!(released >= 1 && q.len() <= 2);
+    // A queue with no room at all degrades to a synchronous wait, never an error.
+    let mut none: DeferQueue<u32, 0> = DeferQueue::new();
+    let mut got = None;
+    none.defer_or_wait(&mut writer, 9, || (), |v| got = Some(v))
+        .unwrap();
+    assert!(
+        got == Some(9),
+        "a zero-capacity queue must release the value after waiting"
+    );
 }
 
 /// RcuCell: readers see the published value; a retired value comes back only after
