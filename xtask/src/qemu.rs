@@ -15,7 +15,7 @@
 //! `defmt-decoder` against the same ELF. Output is libtest's, ending in `test result:`.
 
 use crate::install;
-use defmt_decoder::{DecodeError, Table};
+use defmt_decoder::{DecodeError, Locations, Table};
 use object::{Object, ObjectSection, ObjectSymbol};
 use std::io::Read;
 use std::process::{Command, Stdio};
@@ -158,7 +158,7 @@ fn run_program(
     let qemu = install::qemu_binary(m.qemu)?;
     let timeout = Duration::from_secs(300);
     let (verdict, log, stderr) = run_one(&qemu, m, elf_path, timeout, &[])?;
-    for l in decode_log(table, elf, &log) {
+    for l in decode_log(table, locations(table, elf).as_ref(), &log) {
         println!("{l}");
     }
     for l in stderr.lines().filter(|l| !l.trim().is_empty()) {
@@ -186,8 +186,13 @@ fn read_at(file: &object::File, addr: u64, len: usize) -> Option<String> {
     None
 }
 
+/// The source locations of the ELF's defmt frames (parsed once per ELF: DWARF).
+fn locations(table: Option<&Table>, elf: &[u8]) -> Option<Locations> {
+    table.and_then(|t| t.get_locations(elf).ok())
+}
+
 /// Decodes defmt frames into lines, with the source location when known.
-fn decode_log(table: Option<&Table>, elf: &[u8], bytes: &[u8]) -> Vec<String> {
+fn decode_log(table: Option<&Table>, locations: Option<&Locations>, bytes: &[u8]) -> Vec<String> {
     let Some(table) = table else {
         return if bytes.is_empty() {
             vec![]
@@ -195,7 +200,6 @@ fn decode_log(table: Option<&Table>, elf: &[u8], bytes: &[u8]) -> Vec<String> {
             vec![String::from_utf8_lossy(bytes).into_owned()]
         };
     };
-    let locations = table.get_locations(elf).ok();
     let mut out = Vec::new();
     let mut dec = table.new_stream_decoder();
     dec.received(bytes);
@@ -342,6 +346,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         return Ok(());
     }
     let qemu = install::qemu_binary(m.qemu)?;
+    let locs = locations(table.as_ref(), &elf);
     let bin = elf_path.rsplit('/').next().unwrap_or(&elf_path);
     println!("\nrunning {} tests ({target}, {bin})", selected.len());
     let start = Instant::now();
@@ -362,7 +367,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         let entry = t.entry.to_string();
         let (verdict, log, stderr) =
             run_one(&qemu, m, &elf_path, t.timeout, &["run_addr", &entry])?;
-        let lines = decode_log(table.as_ref(), &elf, &log);
+        let lines = decode_log(table.as_ref(), locs.as_ref(), &log);
         let (ok, why) = match verdict {
             Verdict::Exit(0) if !t.should_panic => (true, String::new()),
             Verdict::Exit(0) => (false, "expected a panic, but the test passed".into()),
