@@ -16,6 +16,9 @@ pub enum Mutant {
     GetRelaxed,
     /// A failed `get` leaves its increment behind (mainline's behaviour: dead-zone drift).
     NoDriftRepair,
+    /// `inc` is a plain add (mainline's): saturation is not sticky, so increments walk a
+    /// count through the zones and back to a small live value.
+    IncNotSticky,
     /// `put` decrements and marks dead without release/acquire ordering.
     PutRelaxed,
     /// `put`'s slow path re-reads the counter instead of using the decremented value.

@@ -46,6 +46,16 @@ fn saturation_leaks_64() {
 }
 
 #[test]
+fn inc_is_sticky_32() {
+    cases::inc_is_sticky_32(n(100_000));
+}
+
+#[test]
+fn inc_is_sticky_64() {
+    cases::inc_is_sticky_64(n(100_000));
+}
+
+#[test]
 fn lifecycle() {
     cases::lifecycle();
 }

@@ -144,6 +144,36 @@ fn failed_gets_stay_near_dead(rounds: u32) {
     assert_eq!(r.raw(), FileRef32::DEAD);
 }
 
+/// K threads incrementing one count just below MAXREF (leaked clones, item 3): the
+/// count saturates and stays within SATURATED + K, however many increments come, and
+/// ends at exactly SATURATED. Mainline's plain `inc` walks it on into the dead zone.
+fn concurrent_incs_stay_saturated(rounds: u32) {
+    let threads = 3u32;
+    let r = FileRef32::from_raw(FileRef32::MAXREF - 10);
+    thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                for _ in 0..rounds {
+                    r.inc();
+                    let raw = r.raw();
+                    assert!(
+                        raw <= FileRef32::MAXREF
+                            || (FileRef32::SATURATED..=FileRef32::SATURATED + threads)
+                                .contains(&raw),
+                        "a saturated count drifted to {raw:#x}"
+                    );
+                }
+            });
+        }
+    });
+    assert_eq!(r.raw(), FileRef32::SATURATED);
+}
+
+#[test]
+fn concurrent_incs_stay_saturated_32() {
+    concurrent_incs_stay_saturated(n(200_000));
+}
+
 #[test]
 fn concurrent_get_put_stays_balanced() {
     get_put_stays_balanced(n(100_000));
@@ -180,6 +210,13 @@ mod negative_controls {
     fn catches_mainline_drift() {
         must_catch(Mutant::NoDriftRepair, || {
             failed_gets_stay_near_dead(n(200_000))
+        });
+    }
+
+    #[test]
+    fn catches_inc_that_is_not_sticky() {
+        must_catch(Mutant::IncNotSticky, || {
+            concurrent_incs_stay_saturated(n(200_000))
         });
     }
 

@@ -1,5 +1,6 @@
-//! The warning counters and hook. One test in its own binary, so the process-wide
-//! counters see no other test's warnings and exact deltas can be asserted.
+//! The warning counters and hook. Their own binary, so the process-wide counters see no
+//! other test's warnings and exact deltas can be asserted; the two tests take a lock, as
+//! both install the process-wide hook.
 
 use rcuref::{set_warning_hook, warning_count, FileRef32, FileRef64, Warning};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -12,6 +13,7 @@ fn hook(_: Warning) {
 
 #[test]
 fn every_warning_is_counted_and_hooked() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     set_warning_hook(Some(hook));
     let base = |w| warning_count(w);
     let (sat, imb, inc) = (
@@ -33,7 +35,7 @@ fn every_warning_is_counted_and_hooked() {
 
     // Saturation from a get past MAXREF, and from a put on a saturated count.
     let r = FileRef32::from_raw(FileRef32::MAXREF);
-    assert!(!r.get());
+    assert!(r.get(), "a get that saturates pins the object and succeeds");
     assert!(!r.put());
     assert_eq!(warning_count(Warning::Saturated), sat + 2);
 
@@ -53,3 +55,56 @@ fn every_warning_is_counted_and_hooked() {
     );
     assert_eq!(warning_count(Warning::ImbalancedPut), imb + 3);
 }
+
+fn panicking_hook(w: Warning) {
+    panic!("hook says {w:?}");
+}
+
+/// Item 25: a warning hook that panics unwinds out of the operation that warned, after
+/// the count reached its final state: the counter is left consistent.
+#[test]
+fn a_panicking_hook_leaves_counts_consistent() {
+    // Serialised with the other test of this binary by the hook itself being global:
+    // this test installs its own hook and restores none, so it runs its checks only on
+    // values it owns.
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    set_warning_hook(Some(panicking_hook));
+    let caught = |f: &dyn Fn()| std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_err();
+
+    let r = FileRef32::from_raw(FileRef32::DEAD);
+    assert!(
+        caught(&|| {
+            let _ = r.put();
+        }),
+        "the hook was not called"
+    );
+    assert_eq!(
+        r.raw(),
+        FileRef32::DEAD,
+        "an imbalanced put left the count off DEAD"
+    );
+
+    let r = FileRef32::from_raw(FileRef32::MAXREF);
+    assert!(caught(&|| r.inc()));
+    assert_eq!(
+        r.raw(),
+        FileRef32::SATURATED,
+        "a saturating inc left the count unpinned"
+    );
+    assert!(caught(&|| {
+        let _ = r.get();
+    }));
+    assert_eq!(r.raw(), FileRef32::SATURATED);
+    assert!(caught(&|| {
+        let _ = r.put();
+    }));
+    assert_eq!(r.raw(), FileRef32::SATURATED);
+
+    // A failed get is no warning: the hook is not called.
+    let r = FileRef64::from_raw(FileRef64::NOREF - 1);
+    assert!(!r.get());
+    assert_eq!(r.raw(), FileRef64::DEAD, "a failed get left drift behind");
+    set_warning_hook(None);
+}
+
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());

@@ -21,9 +21,11 @@
 //!  0xFFFF_FFFF  NOREF      the last reference was just dropped (transient)
 //! ```
 //!
-//! * [`get`](FileRef32::get): `add 1`; success iff the result is non-negative (signed).
+//! * [`get`](FileRef32::get): `add 1`; success iff the result is non-negative (signed),
+//!   or in the saturation zone (a saturated object is leaked, so using it is safe).
 //!   A get on NOREF lands on ONEREF and *succeeds*: it revives the object before the
 //!   dropping put has marked it dead (see the race tables below).
+//! * [`inc`](FileRef32::inc): `add 1` for a holder; it cannot fail.
 //! * [`put`](FileRef32::put): `sub 1`; a non-negative result means other references
 //!   remain. Otherwise the slow path acts on **the value the decrement returned** (a
 //!   re-read would race, see "Plugged slow-path race"):
@@ -69,18 +71,26 @@
 //! "no references", so exactly one caller still destroys). `tests/loom_file_ref.rs`
 //! models both the rule and its violation.
 //!
-//! # Beyond mainline: no resurrection by drift
+//! # Beyond mainline: zones are sticky for every add
 //!
 //! Mainline's get has no slow path: a failed get leaves its `+1` behind, because a
 //! reset could hit an object that was freed and reused meanwhile. On 32 bits 2²⁹ failed
-//! gets walk DEAD up to NOREF and the next one "succeeds" on a dead object. Our failed
-//! get (the cold path only; the fast path is still one add and a sign test) pulls the
-//! count back with a compare-exchange loop that only ever maps a dead-zone value other
-//! than NOREF to DEAD, or a saturated value to SATURATED. Every value it replaces means
-//! the same thing as the value it writes, so it is safe whichever incarnation of a reused
-//! object it meets, and it never touches NOREF or the valid zone. Each thread adds at most
-//! once before it sees DEAD again, so with K contending threads a dead count stays
-//! within DEAD + K: it never reaches NOREF, however many gets fail.
+//! gets walk DEAD up to NOREF and the next one "succeeds" on a dead object. Mainline's
+//! `inc` is a plain add too, so 2³² increments (safe code can `mem::forget` clones of a
+//! handle) walk a live count through the saturation and dead zones back to ONEREF, and
+//! one put then destroys an object that other holders still use.
+//!
+//! Here every add that leaves the valid zone (`get` and `inc`; the cold path only, the
+//! fast path is still one add and a sign test) pulls the count back with a
+//! compare-exchange loop that only ever maps a dead-zone value other than NOREF to DEAD,
+//! or a saturated value to SATURATED. Every value it replaces means the same thing as the
+//! value it writes, so it is safe whichever incarnation of a reused object it meets, and
+//! it never touches NOREF or the valid zone. Each context adds at most once before it
+//! repairs, so with K contexts between their add and their repair a count stays within K
+//! of SATURATED or DEAD: **a saturated count stays saturated and a dead one stays dead,
+//! however many adds come** (puts on a saturated count store SATURATED back, as
+//! mainline's do). Reaching the next zone would need 2²⁹ contexts stopped inside an add
+//! at once.
 //!
 //! # Memory ordering
 //!
@@ -93,8 +103,24 @@
 //!   through the counter's release sequence, so the destroyer sees all holders' accesses.
 //! * `put_close`: `AcqRel` compare-exchange ONEREF → DEAD, for the same two reasons.
 //! * `inc`: `Relaxed`; the caller already holds a reference, so nothing new is published.
+//!   The repairs of the cold paths are relaxed compare-exchanges: read-modify-writes, so
+//!   they keep the release sequence of `init` intact. A put that re-saturates stores
+//!   SATURATED with `Release`, for the same reason.
 //! * `init`: `Release` store, the last write when (re)initialising an object: a get that
 //!   succeeds on the new count sees the initialised fields.
+//!
+//! # Safety guarantees
+//!
+//! * Exactly one caller gets `true` from `put`/`put_close` per incarnation (between
+//!   `init`s), under every interleaving (loom models of rcuref's critical-state table).
+//! * No sequence of `get`, `inc`, `put` and `put_close` calls, however long and however
+//!   interleaved, moves a saturated count out of saturation or a dead count back to
+//!   life (sticky zones, above); a count can only be destroyed by the put that takes
+//!   it from one reference to none. Reaching the next zone would need 2²⁹ contexts
+//!   stopped inside an add at the same time.
+//! * What is *not* guaranteed by the type: that the memory survives a racing `put`
+//!   (the deconstruction race): that is the caller's rule, above. `rcuref`'s pool keeps
+//!   it by construction.
 //!
 //! # Choosing a width
 //!
@@ -119,7 +145,7 @@ zoned_ref! {
     ///
     /// Native on every target (on thumbv6m via portable-atomic's critical-section or
     /// single-core mode, chosen by the binary).
-    FileRef32, AtomicU32, u32, i32
+    FileRef32, AtomicU32, u32
 }
 
 #[cfg(any(target_has_atomic = "64", feature = "critical-section"))]
@@ -128,7 +154,7 @@ zoned_ref! {
     ///
     /// Native where the target has 64-bit atomics; elsewhere it exists with feature
     /// `critical-section` and is a critical-section-guarded `u64`.
-    FileRef64, AtomicU64, u64, i64
+    FileRef64, AtomicU64, u64
 }
 
 /// The native-width zoned reference count: [`FileRef64`] on 64-bit targets,

@@ -1,45 +1,337 @@
-//! The zoned counter, written once and stamped out per width by `zoned_ref!`.
+//! The zoned counter's logic, written once as plain generic functions over a private
+//! [`Word`] trait, so that tools see it (mutation testing, "go to definition"); the
+//! `zoned_ref!` macro only stamps out the public types, their constants and `const`
+//! constructors, which must stay concrete to be `const`.
 
+use crate::log::{warn, Warning};
+use crate::sync::Ordering::{self, AcqRel, Acquire, Relaxed, Release, SeqCst};
+
+/// A counter width: the integer, its atomic, and the zone constants.
+pub(crate) trait Word: Copy + Eq + Ord {
+    type Atomic;
+    const ONEREF: Self;
+    const MAXREF: Self;
+    const SATURATED: Self;
+    const RELEASED: Self;
+    const DEAD: Self;
+    const NOREF: Self;
+
+    /// The sign bit is set (the count is outside the valid zone).
+    fn negative(self) -> bool;
+    fn plus_one(self) -> Self;
+    fn load(a: &Self::Atomic, o: Ordering) -> Self;
+    fn store(a: &Self::Atomic, v: Self, o: Ordering);
+    /// Adds one; returns the new value.
+    fn add_one(a: &Self::Atomic, o: Ordering) -> Self;
+    /// Subtracts one; returns the new value.
+    fn sub_one(a: &Self::Atomic, o: Ordering) -> Self;
+    fn cas(
+        a: &Self::Atomic,
+        cur: Self,
+        new: Self,
+        ok: Ordering,
+        err: Ordering,
+    ) -> Result<Self, Self>;
+}
+
+macro_rules! word {
+    ($int:ty, $sint:ty, $atomic:ty) => {
+        impl Word for $int {
+            type Atomic = $atomic;
+            const ONEREF: $int = 0;
+            const MAXREF: $int = <$int>::MAX >> 1;
+            const SATURATED: $int = 0xA << (<$int>::BITS - 4);
+            const RELEASED: $int = 0xC << (<$int>::BITS - 4);
+            const DEAD: $int = 0xE << (<$int>::BITS - 4);
+            const NOREF: $int = <$int>::MAX;
+
+            #[inline(always)]
+            fn negative(self) -> bool {
+                (self as $sint) < 0
+            }
+            #[inline(always)]
+            fn plus_one(self) -> Self {
+                self.wrapping_add(1)
+            }
+            #[inline(always)]
+            fn load(a: &$atomic, o: Ordering) -> Self {
+                a.load(o)
+            }
+            #[inline(always)]
+            fn store(a: &$atomic, v: Self, o: Ordering) {
+                // loom (0.7) lets a plain store slip between the read and the write of a
+                // concurrent read-modify-write (tokio-rs/loom#254), a history no C++
+                // execution or CPU can produce; it made the pool models report a put
+                // against a count `init` had just replaced. Under loom a store is a swap:
+                // the same write, which loom then keeps atomic with respect to RMWs.
+                #[cfg(loom)]
+                let _ = a.swap(v, o);
+                #[cfg(not(loom))]
+                a.store(v, o);
+            }
+            #[inline(always)]
+            fn add_one(a: &$atomic, o: Ordering) -> Self {
+                a.fetch_add(1, o).wrapping_add(1)
+            }
+            #[inline(always)]
+            fn sub_one(a: &$atomic, o: Ordering) -> Self {
+                a.fetch_sub(1, o).wrapping_sub(1)
+            }
+            #[inline(always)]
+            fn cas(
+                a: &$atomic,
+                cur: Self,
+                new: Self,
+                ok: Ordering,
+                err: Ordering,
+            ) -> Result<Self, Self> {
+                a.compare_exchange(cur, new, ok, err)
+            }
+        }
+    };
+}
+
+word!(u32, i32, crate::sync::AtomicU32);
+#[cfg(any(target_has_atomic = "64", feature = "critical-section"))]
+word!(u64, i64, crate::sync::AtomicU64);
+
+/// The raw value that `refs` references are stored as, for either width (computed in
+/// `u64`, which holds every 32-bit value too): `refs - 1`; 0 refs is DEAD and anything
+/// above `MAXREF + 1` is SATURATED. A `const fn`, so `new` can be `const`.
+pub(crate) const fn raw_for(refs: u64, maxref: u64, saturated: u64, dead: u64) -> u64 {
+    if refs == 0 {
+        dead
+    } else if refs - 1 > maxref {
+        saturated
+    } else {
+        refs - 1
+    }
+}
+
+/// `init`: the count published last, with `Release`.
+#[inline]
+pub(crate) fn init<W: Word>(cnt: &W::Atomic, raw: W) {
+    W::store(cnt, raw, Release);
+}
+
+/// `get`: one fully ordered add; the cold path decides from its result.
+#[inline]
+pub(crate) fn get<W: Word>(cnt: &W::Atomic) -> bool {
+    let order = if mutant!(GetRelaxed) { Relaxed } else { SeqCst };
+    let new = W::add_one(cnt, order);
+    if !new.negative() {
+        return true;
+    }
+    get_slow(cnt, new)
+}
+
+/// A get whose add left the valid zone: a saturated count still hands out references
+/// (the object is leaked, so it is never destroyed); a dead one does not.
+#[cold]
+#[inline(never)]
+fn get_slow<W: Word>(cnt: &W::Atomic, new: W) -> bool {
+    if mutant!(NoDriftRepair) {
+        return false;
+    }
+    let saturated = new < W::RELEASED;
+    pull_back(cnt, new);
+    if saturated {
+        warn(Warning::Saturated);
+    }
+    saturated
+}
+
+/// `inc`: a relaxed add for a caller that already holds a reference; the cold path keeps
+/// saturation sticky.
+#[inline]
+pub(crate) fn inc<W: Word>(cnt: &W::Atomic) {
+    let new = W::add_one(cnt, Relaxed);
+    if new.negative() {
+        inc_slow(cnt, new);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn inc_slow<W: Word>(cnt: &W::Atomic, new: W) {
+    // An inc that lands on NOREF started from NOREF - 1: drift of a released count.
+    let released = new >= W::RELEASED;
+    if !mutant!(IncNotSticky) {
+        pull_back(cnt, new);
+    }
+    warn(if released {
+        Warning::IncOnReleased
+    } else {
+        Warning::Saturated
+    });
+}
+
+/// Keeps a count that an add moved out of the valid zone from drifting out of its zone:
+/// a saturated value goes back to SATURATED, a dead one to DEAD.
+///
+/// Every value in the saturation zone means the same as SATURATED and every dead value
+/// other than NOREF means the same as DEAD, whichever incarnation of a reused object it
+/// belongs to, so replacing one with the other is always safe; NOREF (a put in flight)
+/// and the valid zone are never touched. Each context adds at most once before it gets
+/// here, so with K contexts between their add and this repair a count stays within
+/// K of SATURATED or DEAD: it never walks into the next zone, however many adds come.
+#[inline(never)]
+fn pull_back<W: Word>(cnt: &W::Atomic, new: W) {
+    let (lo, hi, rest) = if new >= W::RELEASED {
+        (W::RELEASED, W::NOREF, W::DEAD)
+    } else {
+        (W::MAXREF.plus_one(), W::RELEASED, W::SATURATED)
+    };
+    let mut cur = new;
+    if new == W::NOREF {
+        // Only an add that started at NOREF - 1 produces NOREF here (an add on a live
+        // NOREF lands on ONEREF and succeeds), so this NOREF is dead drift, not a put in
+        // flight: move it back before a second add could land on ONEREF. One attempt:
+        // if the value moved on, the loop below handles whatever it became.
+        match W::cas(cnt, W::NOREF, W::DEAD, Relaxed, Relaxed) {
+            Ok(_) => return,
+            Err(now) => cur = now,
+        }
+    }
+    while cur >= lo && cur < hi && cur != rest {
+        match W::cas(cnt, cur, rest, Relaxed, Relaxed) {
+            Ok(_) => return,
+            Err(now) => cur = now,
+        }
+    }
+}
+
+/// `put`: one fully ordered subtract; the slow path works on the value it returned.
+#[inline]
+pub(crate) fn put<W: Word>(cnt: &W::Atomic) -> bool {
+    let order = if mutant!(PutRelaxed) { Relaxed } else { SeqCst };
+    let new = W::sub_one(cnt, order);
+    if !new.negative() {
+        return false;
+    }
+    put_slow(cnt, new)
+}
+
+/// Slow path of `put`, working on the value the decrement returned (a re-read would
+/// race: "Plugged slow-path race" in the module docs).
+#[cold]
+#[inline(never)]
+fn put_slow<W: Word>(cnt: &W::Atomic, new: W) -> bool {
+    let new = if mutant!(PutRereads) {
+        W::load(cnt, Relaxed)
+    } else {
+        new
+    };
+    if new == W::NOREF {
+        if mutant!(PutStoresDead) {
+            W::store(cnt, W::DEAD, Release);
+            return true;
+        }
+        let success = if mutant!(PutRelaxed) {
+            Relaxed
+        } else {
+            Release
+        };
+        if W::cas(cnt, W::NOREF, W::DEAD, success, Relaxed).is_ok() {
+            if !mutant!(PutRelaxed) {
+                crate::sync::fence(Acquire);
+            }
+            return true;
+        }
+        return false;
+    }
+    if new >= W::RELEASED {
+        W::store(cnt, W::DEAD, Relaxed);
+        warn(Warning::ImbalancedPut);
+        return false;
+    }
+    // Saturated: leak. `Release`, so that a later get that reads this value still
+    // synchronises with everything this holder saw (the object's initialisation).
+    W::store(cnt, W::SATURATED, Release);
+    warn(Warning::Saturated);
+    false
+}
+
+/// `put_close`: one compare-exchange ONEREF → DEAD when the count reads ONEREF, else
+/// `put`.
+#[inline]
+pub(crate) fn put_close<W: Word>(cnt: &W::Atomic) -> bool {
+    if W::load(cnt, Relaxed) == W::ONEREF {
+        if mutant!(PutCloseStores) {
+            W::store(cnt, W::DEAD, Release);
+            return true;
+        }
+        if W::cas(cnt, W::ONEREF, W::DEAD, AcqRel, Relaxed).is_ok() {
+            return true;
+        }
+    }
+    put::<W>(cnt)
+}
+
+/// The references a raw value stands for: 0 in the dead zone (NOREF included).
+#[inline]
+pub(crate) fn refs_of<W: Word>(raw: W) -> W {
+    if raw >= W::RELEASED {
+        W::ONEREF
+    } else {
+        raw.plus_one()
+    }
+}
+
+/// In the dead zone, not counting NOREF (a get can still revive it).
+#[inline]
+pub(crate) fn is_dead<W: Word>(raw: W) -> bool {
+    raw >= W::RELEASED && raw < W::NOREF
+}
+
+/// The state name `Debug` shows.
+pub(crate) fn state_name<W: Word>(raw: W) -> &'static str {
+    if raw <= W::MAXREF {
+        "live"
+    } else if raw < W::RELEASED {
+        "saturated"
+    } else if raw < W::NOREF {
+        "dead"
+    } else {
+        "noref"
+    }
+}
+
+/// Stamps out one public width: the type, its constants, `const` constructors, and
+/// methods that call the generic functions above.
 macro_rules! zoned_ref {
-    ($(#[$doc:meta])* $name:ident, $atomic:ident, $int:ty, $sint:ty) => {
+    ($(#[$doc:meta])* $name:ident, $atomic:ident, $int:ty) => {
         $(#[$doc])*
-        ///
-        /// # Invariants
-        /// `cnt` holds *references − 1* while in the valid zone (`0..=MAXREF`); values in
-        /// `MAXREF+1..RELEASED` mean saturated (never freed), `RELEASED..NOREF` dead, and
-        /// `NOREF` that the last reference was just dropped and a put is deciding who
-        /// destroys. Only `put`/`put_close` move a count from the valid zone into the dead
-        /// zone, and only the caller that moved it to `DEAD` from `NOREF`/`ONEREF` gets
-        /// `true`.
         #[repr(transparent)]
         pub struct $name {
+            // INVARIANT (see the module docs): references - 1 in the valid zone; only
+            // put/put_close move a count into the dead zone, and only the caller that
+            // moved it to DEAD from NOREF/ONEREF gets `true`.
             cnt: $atomic,
         }
 
         impl $name {
             /// One reference held.
-            pub const ONEREF: $int = 0;
+            pub const ONEREF: $int = <$int as zoned::Word>::ONEREF;
             /// The last valid raw value: `MAXREF + 1` references held.
-            pub const MAXREF: $int = <$int>::MAX >> 1;
+            pub const MAXREF: $int = <$int as zoned::Word>::MAXREF;
             /// The middle of the saturation zone (`MAXREF + 1 .. RELEASED`).
-            pub const SATURATED: $int = 0xA << (<$int>::BITS - 4);
+            pub const SATURATED: $int = <$int as zoned::Word>::SATURATED;
             /// The start of the dead zone.
-            pub const RELEASED: $int = 0xC << (<$int>::BITS - 4);
+            pub const RELEASED: $int = <$int as zoned::Word>::RELEASED;
             /// The middle of the dead zone, where a destroyed count rests.
-            pub const DEAD: $int = 0xE << (<$int>::BITS - 4);
+            pub const DEAD: $int = <$int as zoned::Word>::DEAD;
             /// The last reference was just dropped (transient, before NOREF → DEAD).
-            pub const NOREF: $int = <$int>::MAX;
+            pub const NOREF: $int = <$int as zoned::Word>::NOREF;
 
-            /// The raw value that `refs` references are stored as: `refs - 1`; `0` refs
-            /// is stored as `DEAD` and anything above `MAXREF + 1` as `SATURATED`.
+            /// The raw value for `refs` references (see `zoned::raw_for`).
             const fn raw_for(refs: $int) -> $int {
-                if refs == 0 {
-                    Self::DEAD
-                } else if refs - 1 > Self::MAXREF {
-                    Self::SATURATED
-                } else {
-                    refs - 1
-                }
+                zoned::raw_for(
+                    refs as u64,
+                    Self::MAXREF as u64,
+                    Self::SATURATED as u64,
+                    Self::DEAD as u64,
+                ) as $int
             }
 
             /// A count with `refs` references held.
@@ -78,7 +370,7 @@ macro_rules! zoned_ref {
             /// may be stale by the time it is looked at.
             #[inline]
             pub fn raw(&self) -> $int {
-                self.cnt.load($crate::sync::Ordering::Relaxed)
+                <$int as zoned::Word>::load(&self.cnt, $crate::sync::Ordering::Relaxed)
             }
 
             /// Re-initialises a count to `refs` references with a `Release` store.
@@ -90,100 +382,33 @@ macro_rules! zoned_ref {
             /// [`new`](Self::new).
             #[inline]
             pub fn init(&self, refs: $int) {
-                // loom (0.7) lets a plain store slip between the read and the write of a
-                // concurrent read-modify-write (tokio-rs/loom#254), a history no C++
-                // execution or CPU can produce; it made the pool models report a put
-                // against a count `init` had just replaced. Under loom, `init` is a swap:
-                // the same write, which loom then keeps atomic with respect to RMWs.
-                #[cfg(loom)]
-                let _ = self.cnt.swap(Self::raw_for(refs), $crate::sync::Ordering::Release);
-                #[cfg(not(loom))]
-                self.cnt.store(Self::raw_for(refs), $crate::sync::Ordering::Release);
+                zoned::init::<$int>(&self.cnt, Self::raw_for(refs));
             }
 
             /// Tries to take a reference: one fully ordered add, no loop.
             ///
-            /// Returns `false` if the count is dead or saturated (the object must not be
-            /// used), `true` if the caller now holds a reference that it must `put`.
-            /// A get on a count whose last put is still in flight (NOREF) succeeds and
-            /// keeps the object alive.
+            /// Returns `true` if the caller now holds a reference that it must `put`:
+            /// the count was live, or saturated (a saturated object is leaked, never
+            /// destroyed, so it stays safe to use; the count stays saturated). Returns
+            /// `false` if the count is dead: the object must not be used. A get on a
+            /// count whose last put is still in flight (NOREF) succeeds and keeps the
+            /// object alive.
             #[must_use = "a successful get takes a reference that must be put; a failed one means the object is dead"]
             #[inline]
             pub fn get(&self) -> bool {
-                let order = if mutant!(GetRelaxed) {
-                    $crate::sync::Ordering::Relaxed
-                } else {
-                    $crate::sync::Ordering::SeqCst
-                };
-                let new = self.cnt.fetch_add(1, order).wrapping_add(1);
-                if new as $sint >= 0 {
-                    return true;
-                }
-                self.get_failed(new);
-                false
-            }
-
-            /// Cold path of a failed get: keep the count from drifting out of its zone.
-            #[cold]
-            #[inline(never)]
-            fn get_failed(&self, new: $int) {
-                if mutant!(NoDriftRepair) {
-                    return;
-                }
-                let (lo, hi, rest) = if new >= Self::RELEASED {
-                    (Self::RELEASED, Self::NOREF, Self::DEAD)
-                } else {
-                    $crate::log::warn($crate::log::Warning::Saturated);
-                    (Self::MAXREF + 1, Self::RELEASED, Self::SATURATED)
-                };
-                // Every value in `lo..hi` means the same as `rest` (dead, or saturated),
-                // whichever incarnation of a reused object it belongs to, so replacing
-                // one with the other is always safe. NOREF (`hi` of the dead zone) and
-                // the valid zone are never touched.
-                let mut cur = new;
-                if new == Self::NOREF {
-                    // Only an add that started at NOREF - 1 produces NOREF here (a get on
-                    // a live NOREF lands on ONEREF and succeeds), so this NOREF is dead
-                    // drift, not a put in flight: move it back before a second get could
-                    // land on ONEREF. A single attempt: if the value moved on, the loop
-                    // below handles whatever it became.
-                    match self.cnt.compare_exchange(
-                        Self::NOREF,
-                        Self::DEAD,
-                        $crate::sync::Ordering::Relaxed,
-                        $crate::sync::Ordering::Relaxed,
-                    ) {
-                        Ok(_) => return,
-                        Err(now) => cur = now,
-                    }
-                }
-                while (lo..hi).contains(&cur) && cur != rest {
-                    match self.cnt.compare_exchange(
-                        cur,
-                        rest,
-                        $crate::sync::Ordering::Relaxed,
-                        $crate::sync::Ordering::Relaxed,
-                    ) {
-                        Ok(_) => return,
-                        Err(now) => cur = now,
-                    }
-                }
+                zoned::get::<$int>(&self.cnt)
             }
 
             /// Takes another reference when the caller already holds one (relaxed add).
             ///
-            /// On a released or saturated count this is a caller bug: it is counted as
-            /// a [`Warning`](crate::Warning) and otherwise has the effect of an add.
+            /// Saturation is sticky: an `inc` past `MAXREF` pins the count at
+            /// `SATURATED` (the object is leaked, never freed), however many more come,
+            /// so a count can never wrap back to a small live value. On a released
+            /// count this is a caller bug: it is counted as a
+            /// [`Warning`](crate::Warning) and the count stays dead.
             #[inline]
             pub fn inc(&self) {
-                let prior = self.cnt.fetch_add(1, $crate::sync::Ordering::Relaxed);
-                if prior as $sint < 0 {
-                    $crate::log::warn(if prior >= Self::RELEASED {
-                        $crate::log::Warning::IncOnReleased
-                    } else {
-                        $crate::log::Warning::Saturated
-                    });
-                }
+                zoned::inc::<$int>(&self.cnt)
             }
 
             /// Drops a reference. Returns `true` iff this dropped the last one and the
@@ -199,53 +424,7 @@ macro_rules! zoned_ref {
             #[must_use = "true means the caller dropped the last reference and must destroy the object"]
             #[inline]
             pub fn put(&self) -> bool {
-                let order = if mutant!(PutRelaxed) {
-                    $crate::sync::Ordering::Relaxed
-                } else {
-                    $crate::sync::Ordering::SeqCst
-                };
-                let new = self.cnt.fetch_sub(1, order).wrapping_sub(1);
-                if new as $sint >= 0 {
-                    return false;
-                }
-                self.put_slow(new)
-            }
-
-            /// Slow path of `put`, working on the value the decrement returned.
-            #[cold]
-            #[inline(never)]
-            fn put_slow(&self, new: $int) -> bool {
-                let new = if mutant!(PutRereads) { self.raw() } else { new };
-                if new == Self::NOREF {
-                    if mutant!(PutStoresDead) {
-                        self.cnt.store(Self::DEAD, $crate::sync::Ordering::Release);
-                        return true;
-                    }
-                    let success = if mutant!(PutRelaxed) {
-                        $crate::sync::Ordering::Relaxed
-                    } else {
-                        $crate::sync::Ordering::Release
-                    };
-                    if self
-                        .cnt
-                        .compare_exchange(Self::NOREF, Self::DEAD, success, $crate::sync::Ordering::Relaxed)
-                        .is_ok()
-                    {
-                        if !mutant!(PutRelaxed) {
-                            $crate::sync::fence($crate::sync::Ordering::Acquire);
-                        }
-                        return true;
-                    }
-                    return false;
-                }
-                if new >= Self::RELEASED {
-                    $crate::log::warn($crate::log::Warning::ImbalancedPut);
-                    self.cnt.store(Self::DEAD, $crate::sync::Ordering::Relaxed);
-                    return false;
-                }
-                $crate::log::warn($crate::log::Warning::Saturated);
-                self.cnt.store(Self::SATURATED, $crate::sync::Ordering::Relaxed);
-                false
+                zoned::put::<$int>(&self.cnt)
             }
 
             /// [`put`](Self::put) for the common case of dropping the only reference
@@ -254,63 +433,30 @@ macro_rules! zoned_ref {
             #[must_use = "true means the caller dropped the last reference and must destroy the object"]
             #[inline]
             pub fn put_close(&self) -> bool {
-                if self.raw() == Self::ONEREF {
-                    if mutant!(PutCloseStores) {
-                        self.cnt.store(Self::DEAD, $crate::sync::Ordering::Release);
-                        return true;
-                    }
-                    if self
-                        .cnt
-                        .compare_exchange(
-                            Self::ONEREF,
-                            Self::DEAD,
-                            $crate::sync::Ordering::AcqRel,
-                            $crate::sync::Ordering::Relaxed,
-                        )
-                        .is_ok()
-                    {
-                        return true;
-                    }
-                }
-                self.put()
+                zoned::put_close::<$int>(&self.cnt)
             }
 
             /// The number of references held: 0 once released (dead zone, including a
             /// transient NOREF). A saturated count reports its raw value + 1.
             #[inline]
             pub fn read(&self) -> $int {
-                let raw = self.raw();
-                if raw >= Self::RELEASED {
-                    0
-                } else {
-                    raw + 1
-                }
+                zoned::refs_of(self.raw())
             }
 
             /// `true` once the count is in the dead zone (`RELEASED <= raw < NOREF`).
             /// NOREF is not dead yet: a get can still revive it.
             #[inline]
             pub fn is_dead(&self) -> bool {
-                let raw = self.raw();
-                (Self::RELEASED..Self::NOREF).contains(&raw)
+                zoned::is_dead(self.raw())
             }
         }
 
         impl core::fmt::Debug for $name {
             fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
                 let raw = self.raw();
-                let state = if raw <= Self::MAXREF {
-                    "live"
-                } else if raw < Self::RELEASED {
-                    "saturated"
-                } else if raw < Self::NOREF {
-                    "dead"
-                } else {
-                    "noref"
-                };
                 f.debug_struct(stringify!($name))
                     .field("raw", &raw)
-                    .field("state", &state)
+                    .field("state", &zoned::state_name(raw))
                     .finish()
             }
         }

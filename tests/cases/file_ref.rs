@@ -32,12 +32,12 @@ macro_rules! zone_matrix {
             const DEAD: $int = R::DEAD;
             const NOREF: $int = R::NOREF;
             let table: &[($int, Op, Option<bool>, $int)] = &[
-                // get: succeeds iff the result stays in the valid zone.
+                // get: succeeds in the valid zone and on a saturated (leaked) count.
                 (ONE, Op::Get, Some(true), 1),
                 (MAX - 1, Op::Get, Some(true), MAX),
-                (MAX, Op::Get, Some(false), SAT), // overflows: pulled to SATURATED
-                (MAX + 1, Op::Get, Some(false), SAT),
-                (SAT, Op::Get, Some(false), SAT),
+                (MAX, Op::Get, Some(true), SAT), // overflows: pinned at SATURATED
+                (MAX + 1, Op::Get, Some(true), SAT),
+                (SAT, Op::Get, Some(true), SAT),
                 (REL - 1, Op::Get, Some(false), DEAD), // a saturated count drifted into the dead zone
                 (REL, Op::Get, Some(false), DEAD),
                 (DEAD, Op::Get, Some(false), DEAD),
@@ -61,11 +61,18 @@ macro_rules! zone_matrix {
                 (SAT, Op::PutClose, Some(false), SAT),
                 (DEAD, Op::PutClose, Some(false), DEAD),
                 (NOREF, Op::PutClose, Some(false), DEAD),
-                // inc: a plain add, warnings aside.
+                // inc: an add; saturation and death are sticky.
                 (ONE, Op::Inc, None, 1),
-                (MAX, Op::Inc, None, MAX + 1),
-                (SAT, Op::Inc, None, SAT + 1),
-                (DEAD, Op::Inc, None, DEAD + 1),
+                (MAX - 1, Op::Inc, None, MAX),
+                (MAX, Op::Inc, None, SAT), // overflows: pinned at SATURATED
+                (MAX + 1, Op::Inc, None, SAT),
+                (SAT, Op::Inc, None, SAT),
+                (REL - 2, Op::Inc, None, SAT),
+                (REL - 1, Op::Inc, None, DEAD), // a saturated count drifted into the dead zone
+                (REL, Op::Inc, None, DEAD),
+                (DEAD, Op::Inc, None, DEAD),
+                (NOREF - 1, Op::Inc, None, DEAD), // would land on NOREF: pulled back
+                (NOREF, Op::Inc, None, ONE), // like get: revives a count whose last put is in flight
             ];
             for (row, &(start, op, want_ret, want_raw)) in table.iter().enumerate() {
                 let r = R::from_raw(start);
@@ -158,27 +165,62 @@ no_resurrection!(no_resurrection_64, FileRef64);
 macro_rules! saturation_leaks {
     ($fn_name:ident, $ty:ident) => {
         /// A count at MAXREF that keeps getting and putting leaks (saturates) instead of
-        /// wrapping to a small live count or to dead.
+        /// wrapping to a small live count or to dead: every operation leaves it at
+        /// SATURATED, gets keep succeeding (the object is never freed), puts never
+        /// report the last reference.
         pub fn $fn_name(rounds: u32) {
             type R = $ty;
             let r = R::from_raw(R::MAXREF);
-            assert!(!r.get(), "get past MAXREF must fail");
+            assert!(r.get(), "get past MAXREF pins the object and succeeds");
+            assert!(r.raw() == R::SATURATED);
             for _ in 0..rounds {
-                assert!(!r.get());
+                assert!(
+                    r.get(),
+                    "a saturated count must keep handing out references"
+                );
                 assert!(!r.put());
                 assert!(!r.put_close());
                 r.inc();
-                let raw = r.raw();
-                assert!(
-                    raw > R::MAXREF && raw < R::RELEASED,
-                    "left the saturation zone"
-                );
+                assert!(r.raw() == R::SATURATED, "left SATURATED");
             }
         }
     };
 }
 
 saturation_leaks!(saturation_leaks_32, FileRef32);
+
+macro_rules! inc_is_sticky {
+    ($fn_name:ident, $ty:ident) => {
+        /// The forgotten-clones attack at the counter level: `incs` increments starting
+        /// just below MAXREF (as if 2^31 clones had been leaked) must pin the count at
+        /// SATURATED, and then no number of puts may report the last reference
+        /// (mainline's plain `inc` walks the count through the zones and back to ONEREF).
+        pub fn $fn_name(incs: u32) {
+            type R = $ty;
+            let r = R::from_raw(R::MAXREF - 3);
+            for _ in 0..incs {
+                r.inc();
+                let raw = r.raw();
+                assert!(
+                    raw <= R::MAXREF || raw == R::SATURATED,
+                    "an inc left the count off SATURATED"
+                );
+            }
+            assert!(r.raw() == R::SATURATED, "incs past MAXREF must saturate");
+            for _ in 0..incs {
+                assert!(
+                    !r.put(),
+                    "a put on a saturated count reported the last reference"
+                );
+            }
+            assert!(r.raw() == R::SATURATED);
+        }
+    };
+}
+
+inc_is_sticky!(inc_is_sticky_32, FileRef32);
+#[cfg(any(target_has_atomic = "64", feature = "critical-section", rcuref_fw))]
+inc_is_sticky!(inc_is_sticky_64, FileRef64);
 #[cfg(any(target_has_atomic = "64", feature = "critical-section", rcuref_fw))]
 saturation_leaks!(saturation_leaks_64, FileRef64);
 
