@@ -2,6 +2,9 @@
 #![no_std]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+#[cfg(feature = "std")]
+extern crate std;
+
 /// `true` when the named broken variant is selected (test builds with `--cfg loom` or
 /// `--cfg rcuref_mutants` only); a constant `false` that folds away everywhere else.
 macro_rules! mutant {

@@ -35,9 +35,16 @@ pub enum Mutant {
     NoReaderFence,
     /// RCU: grace periods complete at once without waiting for readers ("busted" RCU).
     BustedGracePeriod,
-    /// RCU: no fast path when no reader is online (the plain four-step machine), so the
-    /// models also cover the slow path in runs where readers are idle.
-    NoIdleFastPath,
+    /// RCU: the old idle fast path: a scan that finds no reader online stores the target
+    /// outright, completing the grace periods of cookies taken after the scan (two
+    /// drivers: one scans, a reader comes online, another takes a cookie).
+    StaleFastPath,
+    /// RCU: no lap guard: a context stopped between its scan and its compare-exchange for
+    /// exactly one lap of the counter completes a wait on a stale scan (ABA).
+    NoLapGuard,
+    /// RCU: the old try-lock around grace-period steps: a context stopped while holding
+    /// it stops every grace period of the domain (priority inversion).
+    WriterLock,
     /// Pool: allocation clears the slot, count included, before constructing the value
     /// (Jann Horn's finding on the file_ref v2 series).
     ZeroingAlloc,
@@ -83,5 +90,62 @@ pub(crate) fn read_delay() {
         for _ in 0..n {
             core::hint::spin_loop();
         }
+    }
+}
+
+static GP_MASK: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(u32::MAX);
+
+/// Shrinks the RCU grace-period counter to `bits` bits (at least 3), so that tests can go
+/// round a whole lap of it quickly; 32 restores the real width. Select it before
+/// creating the domain, and only with no grace period in flight.
+pub fn set_gp_bits(bits: u32) {
+    assert!((3..=32).contains(&bits));
+    let m = if bits == 32 {
+        u32::MAX
+    } else {
+        (1 << bits) - 1
+    };
+    GP_MASK.store(m, Ordering::SeqCst);
+}
+
+/// The grace-period counter's mask (all ones unless `set_gp_bits` shrank it).
+#[inline]
+pub(crate) fn gp_mask() -> u32 {
+    GP_MASK.load(Ordering::Relaxed)
+}
+
+/// A point in the library where a test can stop the calling context (`set_pause_hook`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Point {
+    /// RCU: a grace-period step has scanned the slots and not yet tried its exchange.
+    GpAfterScan,
+    /// Pool: an allocation has seen a slot free and not yet claimed it.
+    AllocAfterProbe,
+}
+
+/// Holds null or a `fn(Point)` cast to a pointer.
+static PAUSE_HOOK: core::sync::atomic::AtomicPtr<()> =
+    core::sync::atomic::AtomicPtr::new(core::ptr::null_mut());
+
+/// Installs (or removes) a function the library calls at each [`Point`], from the
+/// context that reached it: a test uses it to stop one thread exactly there (the hook
+/// decides which thread, and for how long).
+pub fn set_pause_hook(hook: Option<fn(Point)>) {
+    let p = hook.map_or(core::ptr::null_mut(), |f| f as *mut ());
+    PAUSE_HOOK.store(p, Ordering::SeqCst);
+}
+
+/// Calls the pause hook, if any (compiled only in mutant builds, not under loom).
+#[cfg(not(loom))]
+#[inline]
+pub(crate) fn pause(at: Point) {
+    let p = PAUSE_HOOK.load(Ordering::Acquire);
+    if !p.is_null() {
+        // SAFETY: `PAUSE_HOOK` only ever holds null or a pointer made from a `fn(Point)`
+        // in `set_pause_hook`; function and data pointers have the same representation
+        // on every target this crate supports.
+        let f: fn(Point) = unsafe { core::mem::transmute::<*mut (), fn(Point)>(p) };
+        f(at);
     }
 }

@@ -1,6 +1,7 @@
-//! loom models of the RCU (tests 11, 13, 14, 18): a reader never sees reclaimed data,
-//! with nested sections, and with grace periods driven by polling from another thread.
-//! Each runs once against a broken variant that it must catch. Run with
+//! loom models of the RCU (tests 11, 13, 14, 18, 21): a reader never sees reclaimed
+//! data, with nested sections, with grace periods driven by polling from another thread,
+//! and every model again with two drivers at once (any two of synchronize, poll and a
+//! deferred queue's collect). Each runs against a broken variant that it must catch. Run with
 //! `RUSTFLAGS="--cfg loom" cargo test --release --test loom_rcu -- --test-threads=1`.
 #![cfg(loom)]
 
@@ -12,7 +13,7 @@ use loom::cell::UnsafeCell;
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use rcuref::mutants::{select, Mutant};
+use rcuref::mutants::Mutant;
 use rcuref::Rcu;
 
 const LIVE: u32 = 1;
@@ -20,15 +21,19 @@ const FREED: u32 = 0xDEAD;
 
 /// Two buffers a "pointer" (an index) can name; loom watches their payloads.
 struct World {
-    rcu: Rcu<2>,
+    rcu: Rcu<4>,
     current: AtomicUsize,
     bufs: [UnsafeCell<u32>; 3],
 }
 
 impl World {
     fn new() -> Arc<Self> {
+        Self::at(0)
+    }
+    /// A world whose grace-period counter starts at `gp`.
+    fn at(gp: u32) -> Arc<Self> {
         Arc::new(World {
-            rcu: Rcu::new(),
+            rcu: Rcu::new_at(gp),
             current: AtomicUsize::new(0),
             bufs: [
                 UnsafeCell::new(LIVE),
@@ -46,7 +51,7 @@ impl World {
     }
     /// Publish `next`, wait for a grace period (blocking, through a registered reader),
     /// reclaim the old buffer.
-    fn replace_and_reclaim(&self, next: usize, w: &mut rcuref::Reader<'_, 2>) {
+    fn replace_and_reclaim(&self, next: usize, w: &mut rcuref::Reader<'_, 4>) {
         let old = self.current.swap(next, Ordering::AcqRel);
         w.synchronize(thread::yield_now).unwrap();
         // SAFETY: (test) loom checks that no reader access is concurrent with this.
@@ -54,26 +59,49 @@ impl World {
     }
 }
 
+/// A second driver for any model (testing.md item 21): a context that takes a cookie
+/// and polls it once, stepping the same grace periods as the model's writer.
+fn second_driver(w: &Arc<World>) -> thread::JoinHandle<()> {
+    let d = w.clone();
+    thread::spawn(move || {
+        let _ = d.rcu.start_poll().poll();
+    })
+}
+
 /// A reader's one section vs a writer that replaces twice (so a stale phase meets the
-/// second grace period: the one-flip bug's shape).
-fn reader_vs_two_updates() {
-    model(3, || {
+/// second grace period: the one-flip bug's shape); with `two_drivers`, another context
+/// polls at the same time.
+fn reader_vs_two_updates_with(two_drivers: bool) {
+    model(if two_drivers { 2 } else { 3 }, move || {
         let w = World::new();
         let r = w.clone();
         let t = thread::spawn(move || {
             let reader = r.rcu.register().unwrap();
             reader.read(|_| r.read_current());
         });
+        let d = two_drivers.then(|| second_driver(&w));
         let mut me = w.rcu.register().unwrap();
         w.replace_and_reclaim(1, &mut me);
         w.replace_and_reclaim(2, &mut me);
         t.join().unwrap();
+        if let Some(d) = d {
+            d.join().unwrap();
+        }
     });
 }
 
-/// Nested sections: the reference is used after the inner guard is gone.
-fn nested_reader_vs_update() {
-    model(3, || {
+fn reader_vs_two_updates() {
+    reader_vs_two_updates_with(false);
+}
+
+fn reader_vs_two_updates_two_drivers() {
+    reader_vs_two_updates_with(true);
+}
+
+/// Nested sections: the reference is used after the inner guard is gone; with
+/// `two_drivers`, another context polls at the same time.
+fn nested_reader_vs_update_with(two_drivers: bool) {
+    model(if two_drivers { 2 } else { 3 }, move || {
         let w = World::new();
         let r = w.clone();
         let t = thread::spawn(move || {
@@ -83,15 +111,58 @@ fn nested_reader_vs_update() {
             r.read_current();
             drop(outer);
         });
+        let d = two_drivers.then(|| second_driver(&w));
         let mut me = w.rcu.register().unwrap();
         w.replace_and_reclaim(1, &mut me);
         t.join().unwrap();
+        if let Some(d) = d {
+            d.join().unwrap();
+        }
     });
 }
 
-/// Polled grace periods: the writer never blocks; a third thread drives `poll`.
-fn polled_grace_period() {
+fn nested_reader_vs_update() {
+    nested_reader_vs_update_with(false);
+}
+
+fn nested_reader_vs_update_two_drivers() {
+    nested_reader_vs_update_with(true);
+}
+
+/// Deferred reclamation with two drivers: the writer defers what it unpublishes into a
+/// `DeferQueue` and collects until it is empty, while a blocking writer replaces and
+/// synchronizes, and a reader reads.
+fn deferred_queue_and_synchronize() {
     model(2, || {
+        let w = World::new();
+        let (r, b) = (w.clone(), w.clone());
+        let reader = thread::spawn(move || {
+            let reader = r.rcu.register().unwrap();
+            reader.read(|_| r.read_current());
+        });
+        let blocking = thread::spawn(move || {
+            let mut me = b.rcu.register().unwrap();
+            b.replace_and_reclaim(1, &mut me);
+        });
+        let mut q: rcuref::DeferQueue<usize, 1, 4> = rcuref::DeferQueue::new(&w.rcu);
+        let old = w.current.swap(2, Ordering::AcqRel);
+        q.defer(old).unwrap();
+        while !q.is_empty() {
+            q.collect(|old| {
+                // SAFETY: (test) loom checks this write against the reader's read.
+                w.bufs[old].with_mut(|p| unsafe { *p = FREED });
+            });
+            thread::yield_now();
+        }
+        blocking.join().unwrap();
+        reader.join().unwrap();
+    });
+}
+
+/// Polled grace periods: the writer never blocks; a third thread drives `poll` (and,
+/// with `two_drivers`, the writer polls too instead of only checking).
+fn polled_grace_period_with(two_drivers: bool) {
+    model(2, move || {
         let w = World::new();
         let (r, p) = (w.clone(), w.clone());
         let reader = thread::spawn(move || {
@@ -99,18 +170,85 @@ fn polled_grace_period() {
             reader.read(|_| r.read_current());
         });
         let old = w.current.swap(1, Ordering::AcqRel);
-        let cookie = w.rcu.start_poll();
+        let raw = w.rcu.start_poll().into_raw();
         let poller = thread::spawn(move || {
-            while !p.rcu.poll(cookie) {
+            let cookie = p.rcu.cookie_from_raw(raw);
+            while !cookie.poll() {
                 thread::yield_now();
             }
         });
         // The writer itself never blocks on the grace period; it learns of its end from
-        // the poller (here: by joining it).
+        // the poller (here: by joining it), or polls alongside it.
+        if two_drivers {
+            let _ = w.rcu.cookie_from_raw(raw).poll();
+        }
         poller.join().unwrap();
-        assert!(w.rcu.is_done(cookie));
+        assert!(w.rcu.cookie_from_raw(raw).is_done());
         // SAFETY: (test) as above.
         w.bufs[old].with_mut(|p| unsafe { *p = FREED });
+        reader.join().unwrap();
+    });
+}
+
+fn polled_grace_period() {
+    polled_grace_period_with(false);
+}
+
+fn polled_grace_period_two_drivers() {
+    polled_grace_period_with(true);
+}
+
+/// Item 1 of the soundness review, two drivers: a poller runs one grace period for
+/// its own cookie while a writer unpublishes the buffer a reader is reading, takes a
+/// cookie and reclaims if that cookie is done. No step one driver takes may complete
+/// the other's grace period early (the old idle fast path did: its scan saw the
+/// reader offline, the reader came online, the writer took a cookie at the same
+/// counter value, and the poller's store completed it).
+fn poller_and_writer_drive_at_once() {
+    model(2, || {
+        let w = World::new();
+        let (r, p) = (w.clone(), w.clone());
+        let poller = thread::spawn(move || {
+            let _ = p.rcu.start_poll().poll();
+        });
+        let reader = thread::spawn(move || {
+            let reader = r.rcu.register().unwrap();
+            reader.read(|_| r.read_current());
+        });
+        let old = w.current.swap(1, Ordering::AcqRel);
+        let cookie = w.rcu.start_poll();
+        if cookie.poll() {
+            // SAFETY: (test) loom checks this write against the reader's read.
+            w.bufs[old].with_mut(|p| unsafe { *p = FREED });
+        }
+        poller.join().unwrap();
+        reader.join().unwrap();
+    });
+}
+
+/// Two writers of one pointer, one blocking (`synchronize` through its reader) and one
+/// polling, each reclaiming what it swapped out, and a reader: grace periods driven by
+/// two contexts at once, in every interleaving loom allows.
+fn blocking_and_polling_writers() {
+    model(2, || {
+        let w = World::new();
+        let (r, b) = (w.clone(), w.clone());
+        let reader = thread::spawn(move || {
+            let reader = r.rcu.register().unwrap();
+            reader.read(|_| r.read_current());
+        });
+        let blocking = thread::spawn(move || {
+            let mut me = b.rcu.register().unwrap();
+            b.replace_and_reclaim(1, &mut me);
+        });
+        let old = w.current.swap(2, Ordering::AcqRel);
+        let cookie = w.rcu.start_poll();
+        while !cookie.poll() {
+            thread::yield_now();
+        }
+        // SAFETY: (test) loom checks this write against the reader's read.
+        w.bufs[old].with_mut(|p| unsafe { *p = FREED });
+        blocking.join().unwrap();
         reader.join().unwrap();
     });
 }
@@ -128,6 +266,69 @@ fn nested_sections_hold_the_grace_period() {
 #[test]
 fn polled_grace_periods_are_safe() {
     polled_grace_period();
+}
+
+#[test]
+fn reader_never_sees_reclaimed_data_with_two_drivers() {
+    reader_vs_two_updates_two_drivers();
+}
+
+#[test]
+fn nested_sections_hold_the_grace_period_with_two_drivers() {
+    nested_reader_vs_update_two_drivers();
+}
+
+#[test]
+fn polled_grace_periods_are_safe_with_two_drivers() {
+    polled_grace_period_two_drivers();
+}
+
+#[test]
+fn deferred_queue_and_synchronize_are_safe() {
+    deferred_queue_and_synchronize();
+}
+
+#[test]
+fn two_drivers_never_shortcut_each_other() {
+    poller_and_writer_drive_at_once();
+}
+
+#[test]
+fn blocking_and_polling_writers_are_safe() {
+    blocking_and_polling_writers();
+}
+
+/// The same two-writer model with the counter cut to 4 bits and started just below the
+/// middle of its range, so that grace periods cross into the other half (the lap
+/// guard's checks) and wrap inside the model.
+#[test]
+fn two_drivers_across_the_lap_guard() {
+    rcuref::mutants::set_gp_bits(4);
+    let ok = std::panic::catch_unwind(|| {
+        model(2, || {
+            let w = World::at(6);
+            let (r, b) = (w.clone(), w.clone());
+            let reader = thread::spawn(move || {
+                let reader = r.rcu.register().unwrap();
+                reader.read(|_| r.read_current());
+            });
+            let blocking = thread::spawn(move || {
+                let mut me = b.rcu.register().unwrap();
+                b.replace_and_reclaim(1, &mut me);
+            });
+            let mut me = w.rcu.register().unwrap();
+            w.replace_and_reclaim(2, &mut me);
+            blocking.join().unwrap();
+            reader.join().unwrap();
+            assert!(w.rcu.gp_counter() <= 15);
+        })
+    })
+    .is_ok();
+    rcuref::mutants::set_gp_bits(32);
+    assert!(
+        ok,
+        "the model failed with grace periods across the lap guard"
+    );
 }
 
 #[test]
@@ -150,12 +351,39 @@ fn catches_busted_grace_periods() {
     must_catch(Mutant::BustedGracePeriod, polled_grace_period);
 }
 
-/// The same model with the idle fast path turned off, so the four-step machine is
-/// checked on its own too (with it on, loom's idle-reader schedules take the fast path).
 #[test]
-fn slow_path_alone_is_safe() {
-    select(Mutant::NoIdleFastPath);
-    let ok = std::panic::catch_unwind(reader_vs_two_updates).is_ok();
-    select(Mutant::None);
-    assert!(ok, "the four-step grace period failed the model");
+fn catches_busted_grace_periods_with_two_drivers() {
+    must_catch(Mutant::BustedGracePeriod, blocking_and_polling_writers);
+}
+
+#[test]
+fn catches_single_phase_flip_with_two_drivers() {
+    must_catch(Mutant::SingleFlip, reader_vs_two_updates_two_drivers);
+}
+
+#[test]
+fn catches_nesting_ignored_with_two_drivers() {
+    must_catch(Mutant::NestingIgnored, nested_reader_vs_update_two_drivers);
+}
+
+#[test]
+fn catches_missing_reader_fence_with_two_drivers() {
+    must_catch(Mutant::NoReaderFence, reader_vs_two_updates_two_drivers);
+}
+
+#[test]
+fn catches_busted_polled_grace_periods_with_two_drivers() {
+    must_catch(Mutant::BustedGracePeriod, polled_grace_period_two_drivers);
+}
+
+#[test]
+fn catches_busted_grace_periods_in_the_deferred_queue() {
+    must_catch(Mutant::BustedGracePeriod, deferred_queue_and_synchronize);
+}
+
+/// The bug the hostile review found, reproduced as a broken variant: the old idle fast
+/// path must be caught by the two-driver model.
+#[test]
+fn catches_the_stale_idle_fast_path() {
+    must_catch(Mutant::StaleFastPath, poller_and_writer_drive_at_once);
 }

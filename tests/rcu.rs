@@ -33,22 +33,211 @@ fn cell_publish_and_reclaim() {
     cases::cell_publish_and_reclaim();
 }
 
-/// Test 16: a clear panic in debug builds...
-#[cfg(debug_assertions)]
 #[test]
-#[should_panic(expected = "inside a read section")]
-fn synchronize_in_read_section_panics_in_debug() {
-    let _ = cases::synchronize_in_read_section();
+fn dropping_a_reader_ends_a_leaked_section() {
+    cases::dropping_a_reader_ends_a_leaked_section();
 }
 
-/// ...and a documented error in release builds, never a hang.
-#[cfg(not(debug_assertions))]
 #[test]
-fn synchronize_in_read_section_is_an_error_in_release() {
+fn poll_is_bounded_for_any_cookie() {
+    cases::poll_is_bounded_for_any_cookie();
+}
+
+/// Test 16: a blocking wait with a leaked guard is a documented error in every build,
+/// never a hang (and never a panic: debug builds used to panic here).
+#[test]
+fn synchronize_in_read_section_is_an_error() {
     assert_eq!(
         cases::synchronize_in_read_section(),
         Err(rcuref::RcuError::InReadSection)
     );
+}
+
+/// Test 13, blocking half: `synchronize` keeps calling its wait hook while a reader on
+/// another thread is inside, and returns once that section ends.
+#[test]
+fn synchronize_waits_for_a_reader_on_another_thread() {
+    use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::SeqCst};
+    static RCU: rcuref::Rcu<2> = rcuref::Rcu::new();
+    static INSIDE: AtomicBool = AtomicBool::new(false);
+    static RELEASE: AtomicBool = AtomicBool::new(false);
+    static WAITS: AtomicU32 = AtomicU32::new(0);
+    let t = std::thread::spawn(|| {
+        let reader = RCU.register().unwrap();
+        reader.read(|_| {
+            INSIDE.store(true, SeqCst);
+            while !RELEASE.load(SeqCst) {
+                std::hint::spin_loop();
+            }
+        });
+    });
+    while !INSIDE.load(SeqCst) {
+        std::hint::spin_loop();
+    }
+    let mut writer = RCU.register().unwrap();
+    writer
+        .synchronize(|| {
+            if WAITS.fetch_add(1, SeqCst) == 50 {
+                RELEASE.store(true, SeqCst);
+            }
+            std::thread::yield_now();
+        })
+        .unwrap();
+    assert!(
+        WAITS.load(SeqCst) > 50,
+        "synchronize returned while the reader was still inside"
+    );
+    t.join().unwrap();
+}
+
+/// Item 10: two readers on one thread: waiting through one while the other is inside a
+/// section would deadlock. Debug builds with feature `std` (the host tests) report it.
+#[cfg(debug_assertions)]
+#[test]
+fn waiting_inside_another_readers_section_is_an_error() {
+    use rcuref::{DeferQueue, RcuCell, RcuError};
+    assert!(
+        rcuref::rcu::DETECTS_WAIT_IN_OTHER_SECTION,
+        "the host tests run with feature `std` (Cargo.toml's dev-dependency on itself)"
+    );
+    static RCU: rcuref::Rcu<3> = rcuref::Rcu::new();
+    let a = RCU.register().unwrap();
+    let mut b = RCU.register().unwrap();
+    let guard = a.lock();
+    assert_eq!(b.synchronize(|| ()), Err(RcuError::InReadSection));
+    let mut q: DeferQueue<u32, 1, 3> = DeferQueue::new(&RCU);
+    q.defer(1).unwrap();
+    assert_eq!(q.barrier(&mut b, || (), drop), Err(RcuError::InReadSection));
+    assert_eq!(
+        q.defer_or_wait(&mut b, 2, || (), drop),
+        Err((RcuError::InReadSection, 2))
+    );
+    let mut x = 1u32;
+    let mut y = 2u32;
+    let cell = RcuCell::new(&RCU, &mut x);
+    let retired = cell.replace(&mut y);
+    let retired = match retired.reclaim(&mut b, || ()) {
+        Err((RcuError::InReadSection, r)) => r,
+        other => panic!("expected InReadSection, got {:?}", other.map(|v| *v)),
+    };
+    drop(guard);
+    assert_eq!(*retired.reclaim(&mut b, || ()).unwrap(), 1);
+    assert_eq!(b.synchronize(|| ()), Ok(()));
+    assert_eq!(q.barrier(&mut b, || (), drop), Ok(1));
+}
+
+/// Item 8: queues, retired values and cells are bound to their domain; a reader or
+/// guard of another domain is an error, never a wrong answer.
+#[test]
+fn objects_of_another_domain_are_refused() {
+    use rcuref::{DeferQueue, RcuCell, RcuError};
+    static A: rcuref::Rcu<2> = rcuref::Rcu::new();
+    static B: rcuref::Rcu<2> = rcuref::Rcu::new();
+    let reader_a = A.register().unwrap();
+    let mut writer_b = B.register().unwrap();
+    // A value deferred on A is released only after a grace period of A, whoever drives.
+    let mut q: DeferQueue<u32, 2, 2> = DeferQueue::new(&A);
+    let guard = reader_a.lock();
+    q.defer(7).unwrap();
+    assert_eq!(
+        q.barrier(&mut writer_b, || (), drop),
+        Err(RcuError::OtherDomain)
+    );
+    assert_eq!(
+        q.defer_or_wait(&mut writer_b, 8, || (), drop),
+        Err((RcuError::OtherDomain, 8))
+    );
+    let mut writer_b2 = B.register().unwrap();
+    writer_b2.synchronize(|| ()).unwrap(); // B's grace periods mean nothing to A
+    assert_eq!(q.collect(drop), 0, "released during a reader of its domain");
+    let mut x = 1u32;
+    let mut y = 2u32;
+    let cell = RcuCell::new(&A, &mut x);
+    let b_reader = B.register();
+    assert!(b_reader.is_err(), "B has two slots, both taken");
+    drop(writer_b2);
+    let b_reader = B.register().unwrap();
+    assert_eq!(
+        b_reader.read(|g| cell.try_load(g).copied()),
+        Err(RcuError::OtherDomain)
+    );
+    let retired = cell.replace(&mut y);
+    let retired = match retired.reclaim(&mut writer_b, || ()) {
+        Err((RcuError::OtherDomain, r)) => r,
+        other => panic!("expected OtherDomain, got {:?}", other.map(|v| *v)),
+    };
+    assert!(std::ptr::eq(retired.cookie().domain(), &A));
+    drop(guard);
+    assert_eq!(q.collect(drop), 1);
+    assert_eq!(*retired.try_reclaim().ok().unwrap(), 1);
+}
+
+/// Item 9: a panicking `reclaim` leaves the queue consistent: the value it was given is
+/// gone, the others stay queued and are released by the next collect.
+#[test]
+fn a_panicking_reclaim_leaves_the_queue_consistent() {
+    use rcuref::DeferQueue;
+    static RCU: rcuref::Rcu<2> = rcuref::Rcu::new();
+    let mut q: DeferQueue<u32, 4, 2> = DeferQueue::new(&RCU);
+    for v in 1..=3 {
+        q.defer(v).unwrap();
+    }
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        q.collect(|v| {
+            if v == 2 {
+                panic!("reclaim of 2 fails");
+            }
+        })
+    }));
+    assert!(r.is_err());
+    assert_eq!(q.len(), 1, "the panicking item was not taken off the queue");
+    let mut got = Vec::new();
+    assert_eq!(q.collect(|v| got.push(v)), 1);
+    assert_eq!(got, [3]);
+    q.defer(4).unwrap();
+    assert_eq!(q.collect(|v| got.push(v)), 1, "the queue is wedged");
+}
+
+/// Item 9: a wait hook that panics in `defer_or_wait` leaks the value it was deferring
+/// instead of dropping it before its grace period; the queue stays usable.
+#[test]
+fn a_panicking_wait_hook_never_drops_a_value_early() {
+    use rcuref::DeferQueue;
+    use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
+    static RCU: rcuref::Rcu<3> = rcuref::Rcu::new();
+    static DROPS: AtomicU32 = AtomicU32::new(0);
+    struct Tracked;
+    impl Drop for Tracked {
+        fn drop(&mut self) {
+            DROPS.fetch_add(1, SeqCst);
+        }
+    }
+    let mut writer = RCU.register().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let (inside_tx, inside_rx) = std::sync::mpsc::channel::<()>();
+    let t = std::thread::spawn(move || {
+        let reader = RCU.register().unwrap();
+        reader.read(|_| {
+            inside_tx.send(()).unwrap();
+            rx.recv().unwrap();
+        });
+    });
+    inside_rx.recv().unwrap();
+    let mut q: DeferQueue<Tracked, 1, 3> = DeferQueue::new(&RCU);
+    q.defer(Tracked).ok().unwrap();
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _ = q.defer_or_wait(&mut writer, Tracked, || panic!("wait hook fails"), drop);
+    }));
+    assert!(r.is_err());
+    assert_eq!(
+        DROPS.load(SeqCst),
+        0,
+        "a value was dropped before its grace period"
+    );
+    tx.send(()).unwrap();
+    t.join().unwrap();
+    assert_eq!(q.barrier(&mut writer, || (), drop), Ok(1));
+    assert_eq!(DROPS.load(SeqCst), 1);
 }
 
 #[test]

@@ -6,6 +6,10 @@ use crate::sync::{AtomicPtr, Ordering};
 use core::marker::PhantomData;
 use core::ptr::NonNull;
 
+/// Makes a type invariant in `'a`: a `&RcuCell<'long, ..>` must not become a
+/// `&RcuCell<'short, ..>`, or it would accept (and publish) a shorter-lived value.
+type Invariant<'a> = PhantomData<fn(&'a ()) -> &'a ()>;
+
 /// A pointer to a `T` that readers load under a [`Guard`] and writers replace.
 ///
 /// The storage belongs to the caller (statics, a pool, a buffer pair): the cell takes
@@ -13,14 +17,16 @@ use core::ptr::NonNull;
 /// `&'a mut T` only after a grace period ([`Retired`]). Safe code cannot keep a
 /// reference past its guard: [`load`](Self::load) ties it to the guard's lifetime.
 ///
-/// # Invariants
-/// `ptr` always points to a value that was given to the cell as `&'a mut T` and not yet
-/// handed back; every reference handed out by `load` lives no longer than a read
-/// section of `rcu`.
+/// The cell is invariant in `'a`: it cannot be made to accept a value that lives
+/// shorter than the storage it was created with (`tests/ui/cell_is_invariant.rs`).
 pub struct RcuCell<'a, T, const N: usize> {
+    // INVARIANT: `ptr` always points to a value that was given to the cell as
+    // `&'a mut T` and not yet handed back; every reference handed out by `load` lives no
+    // longer than a read section of `rcu` and than the borrow of the cell.
     rcu: &'a Rcu<N>,
     ptr: AtomicPtr<T>,
     _owns: PhantomData<&'a mut T>,
+    _invariant: Invariant<'a>,
 }
 
 // SAFETY: the cell hands out `&T` to readers on any context (needs `T: Sync`) and moves
@@ -36,6 +42,7 @@ impl<'a, T, const N: usize> RcuCell<'a, T, N> {
             rcu,
             ptr: AtomicPtr::new(initial),
             _owns: PhantomData,
+            _invariant: PhantomData,
         }
     }
 
@@ -43,14 +50,26 @@ impl<'a, T, const N: usize> RcuCell<'a, T, N> {
     ///
     /// # Panics
     /// If `guard` belongs to another domain than the cell's: such a guard does not keep
-    /// the value alive, and returning a reference would be unsound. This is a
-    /// programming error with no sound fallback, like a `RefCell` borrow conflict.
+    /// the value alive, and there is no sound value to return. This is a programming
+    /// error, like a `RefCell` borrow conflict; [`try_load`](Self::try_load) reports it
+    /// instead.
     #[inline]
     pub fn load<'g>(&'g self, guard: &'g Guard<'_, '_, N>) -> &'g T {
-        assert!(
-            core::ptr::eq(guard.domain(), self.rcu),
-            "rcuref: RcuCell::load with a guard of another RCU domain"
-        );
+        match self.try_load(guard) {
+            Ok(v) => v,
+            Err(_) => panic!("rcuref: RcuCell::load with a guard of another RCU domain"),
+        }
+    }
+
+    /// The current value, valid for the guard's section.
+    ///
+    /// # Errors
+    /// [`RcuError::OtherDomain`] if `guard` belongs to another domain than the cell's.
+    #[inline]
+    pub fn try_load<'g>(&'g self, guard: &'g Guard<'_, '_, N>) -> Result<&'g T, RcuError> {
+        if !core::ptr::eq(guard.domain(), self.rcu) {
+            return Err(RcuError::OtherDomain);
+        }
         let p = self.ptr.load(Ordering::Acquire);
         // SAFETY: by the type invariant `p` points to a live `T` that only readers
         // access while published; the guard's section (same domain, checked above)
@@ -58,7 +77,7 @@ impl<'a, T, const N: usize> RcuCell<'a, T, N> {
         // bounded by both the guard borrow (the section) and the cell borrow (so by 'a,
         // the storage's own borrow: the reference cannot outlive the storage;
         // tests/ui/cell_ref_outlives_cell.rs).
-        unsafe { &*p }
+        Ok(unsafe { &*p })
     }
 
     /// Publishes `new` and retires the previous value; the old value comes back as
@@ -68,32 +87,55 @@ impl<'a, T, const N: usize> RcuCell<'a, T, N> {
         let cookie = self.rcu.start_poll();
         // SAFETY: `ptr` is never null: it only ever holds references given to the cell.
         let old = unsafe { NonNull::new_unchecked(old) };
+        // INVARIANT: `old` is unpublished (the swap took it out) and `cookie` was taken
+        // after the swap.
         Retired {
-            rcu: self.rcu,
             old,
             cookie,
             _owns: PhantomData,
+            _invariant: PhantomData,
         }
+    }
+
+    /// The domain whose read sections protect this cell.
+    pub fn domain(&self) -> &'a Rcu<N> {
+        self.rcu
+    }
+}
+
+impl<T, const N: usize> core::fmt::Debug for RcuCell<'_, T, N> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        // The value is not shown: reading it needs a read section.
+        f.debug_struct("RcuCell").finish_non_exhaustive()
     }
 }
 
 /// A value taken out of an [`RcuCell`] that readers may still be looking at.
 ///
-/// # Invariants
-/// `old` came from the cell's `&'a mut T` and is no longer published; readers that can
-/// still see it are all in sections that `cookie`'s grace period waits for.
+/// Dropping it without reclaiming leaks the `&'a mut T` (the storage is not touched).
 #[must_use = "a retired value is returned only after a grace period: call reclaim or try_reclaim"]
 pub struct Retired<'a, T, const N: usize> {
-    rcu: &'a Rcu<N>,
+    // INVARIANT: `old` came from the cell's `&'a mut T` and is no longer published;
+    // readers that can still see it are all in sections that `cookie` waits for.
     old: NonNull<T>,
-    cookie: GpCookie,
+    cookie: GpCookie<'a, N>,
     _owns: PhantomData<&'a mut T>,
+    _invariant: Invariant<'a>,
 }
+
+// SAFETY: a `Retired` is an `&'a mut T` waiting for its grace period: it may move to
+// another context (and be reclaimed there) when `&mut T` may, i.e. `T: Send`.
+unsafe impl<T: Send, const N: usize> Send for Retired<'_, T, N> {}
+// SAFETY: `&Retired` gives no access to the value at all.
+unsafe impl<T, const N: usize> Sync for Retired<'_, T, N> {}
 
 impl<'a, T, const N: usize> Retired<'a, T, N> {
     /// The value back, if its grace period has ended; otherwise `self`. Never blocks.
+    ///
+    /// # Errors
+    /// `self` while readers that may see the value are still inside their sections.
     pub fn try_reclaim(self) -> Result<&'a mut T, Self> {
-        if self.rcu.poll(self.cookie) {
+        if self.cookie.poll() {
             // SAFETY: by the type invariant the value is unpublished, and the grace
             // period has ended, so no read section can still hold a reference to it:
             // this is now the only reference.
@@ -107,33 +149,37 @@ impl<'a, T, const N: usize> Retired<'a, T, N> {
     /// and returns the value.
     ///
     /// # Errors
-    /// [`RcuError::InReadSection`] (with `self` back) if `reader` is in a read section.
-    ///
-    /// # Panics
-    /// If `reader` belongs to another domain than the cell's.
+    /// With `self` back, without waiting: [`RcuError::OtherDomain`] if `reader` belongs
+    /// to another domain than the cell's; [`RcuError::InReadSection`] if waiting from
+    /// here would deadlock (see [`Reader::synchronize`]).
     pub fn reclaim(
         self,
         reader: &mut Reader<'_, N>,
-        mut wait: impl FnMut(),
+        wait: impl FnMut(),
     ) -> Result<&'a mut T, (RcuError, Self)> {
-        assert!(
-            core::ptr::eq(reader.domain(), self.rcu),
-            "rcuref: Retired::reclaim with a reader of another RCU domain"
-        );
-        if reader.in_read_section() {
-            debug_assert!(
-                false,
-                "rcuref: reclaim() inside a read section would wait for itself forever"
-            );
-            return Err((RcuError::InReadSection, self));
+        if !core::ptr::eq(reader.domain(), self.cookie.domain()) {
+            return Err((RcuError::OtherDomain, self));
         }
-        let mut me = self;
-        loop {
-            match me.try_reclaim() {
-                Ok(v) => return Ok(v),
-                Err(back) => me = back,
-            }
-            wait();
+        if let Err(e) = reader.check_can_wait() {
+            return Err((e, self));
         }
+        if let Err(e) = reader.wait_for(self.cookie, wait) {
+            return Err((e, self));
+        }
+        self.try_reclaim()
+            .map_err(|back| (RcuError::InReadSection, back))
+    }
+
+    /// The grace period this value waits for.
+    pub fn cookie(&self) -> GpCookie<'a, N> {
+        self.cookie
+    }
+}
+
+impl<T, const N: usize> core::fmt::Debug for Retired<'_, T, N> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Retired")
+            .field("cookie", &self.cookie)
+            .finish_non_exhaustive()
     }
 }

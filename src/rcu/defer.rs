@@ -1,28 +1,38 @@
 //! Deferred reclamation with bounded memory: `call_rcu` without a heap.
 
-use super::domain::{GpCookie, Rcu, RcuError, Reader};
+use super::domain::{Rcu, RcuError, Reader};
+use core::mem::ManuallyDrop;
 
-/// A fixed-capacity FIFO of retired values, each released (handed to a `reclaim`
-/// function) once a grace period has passed since it was deferred.
+/// A fixed-capacity FIFO of retired values of one domain, each released (handed to a
+/// `reclaim` function) once a grace period of that domain has passed since it was
+/// deferred.
 ///
 /// Memory is bounded by `M`: when the queue is full, [`defer`](Self::defer) gives the
 /// value back, and [`defer_or_wait`](Self::defer_or_wait) waits for a grace period
 /// instead of growing. `&mut self` methods: one owner drives it; share it behind a
 /// mutex (or a critical-section `Mutex`) if several contexts defer.
 ///
-/// # Invariants
-/// `items[(head + k) % M]` is `Some` exactly for `k < len`, and cookies are in the order
-/// they were taken, so the front is always the oldest.
-pub struct DeferQueue<T, const M: usize> {
-    items: [Option<(GpCookie, T)>; M],
+/// The queue is bound to its domain when it is created, so values can only ever be
+/// released after grace periods of the domain whose readers may see them.
+///
+/// **Panics in callbacks.** A `reclaim` that panics has already been handed its value
+/// and the queue has moved past it; the rest stay queued. A `wait` hook that panics in
+/// [`defer_or_wait`](Self::defer_or_wait) leaks the value being deferred (it is never
+/// dropped before its grace period).
+pub struct DeferQueue<'d, T, const M: usize, const N: usize> {
+    // INVARIANT: `items[(head + k) % M]` is `Some` exactly for `k < len`, and targets are
+    // in the order they were taken from `rcu`, so the front is always the oldest.
+    rcu: &'d Rcu<N>,
+    items: [Option<(u32, T)>; M],
     head: usize,
     len: usize,
 }
 
-impl<T, const M: usize> DeferQueue<T, M> {
-    /// An empty queue, usable in a `static`.
-    pub const fn new() -> Self {
+impl<'d, T, const M: usize, const N: usize> DeferQueue<'d, T, M, N> {
+    /// An empty queue for values that readers of `rcu` may see; usable in a `static`.
+    pub const fn new(rcu: &'d Rcu<N>) -> Self {
         DeferQueue {
+            rcu,
             items: [const { None }; M],
             head: 0,
             len: 0,
@@ -39,9 +49,28 @@ impl<T, const M: usize> DeferQueue<T, M> {
         self.len == 0
     }
 
+    /// Whether [`defer`](Self::defer) would hand the value back.
+    pub fn is_full(&self) -> bool {
+        self.len == M
+    }
+
     /// The fixed capacity `M`.
     pub const fn capacity(&self) -> usize {
         M
+    }
+
+    /// The domain whose grace periods this queue waits for.
+    pub fn domain(&self) -> &'d Rcu<N> {
+        self.rcu
+    }
+
+    /// The index after `i`, round the ring.
+    fn next(i: usize) -> usize {
+        if i + 1 >= M {
+            0
+        } else {
+            i + 1
+        }
     }
 
     /// Retires `value` (already unpublished by the caller): it is handed to `reclaim`
@@ -51,35 +80,38 @@ impl<T, const M: usize> DeferQueue<T, M> {
     /// # Errors
     /// The queue is full: the value comes back unchanged (back-pressure). Try
     /// [`collect`](Self::collect) first, or use [`defer_or_wait`](Self::defer_or_wait).
-    pub fn defer<const N: usize>(&mut self, rcu: &Rcu<N>, value: T) -> Result<(), T> {
-        if self.len == M {
+    pub fn defer(&mut self, value: T) -> Result<(), T> {
+        if self.len >= M {
             return Err(value);
         }
-        let cookie = rcu.start_poll();
-        let at = (self.head + self.len) % M;
-        // INVARIANT: slot `len` past head was None (len < M); cookies are taken in order.
-        self.items[at] = Some((cookie, value));
+        let cookie = self.rcu.start_poll();
+        let at = (self.head + self.len) % M; // M > len >= 0: no division by zero
+                                             // INVARIANT: slot `len` past head was None (len < M); targets are taken in order.
+        self.items[at] = Some((cookie.into_raw(), value));
         self.len += 1;
         Ok(())
     }
 
     /// Hands every value whose grace period has ended to `reclaim`, oldest first. Never
     /// blocks (it may advance the grace-period machine). Returns how many it released.
-    pub fn collect<const N: usize>(&mut self, rcu: &Rcu<N>, mut reclaim: impl FnMut(T)) -> usize {
+    pub fn collect(&mut self, mut reclaim: impl FnMut(T)) -> usize {
         let mut n = 0;
         while self.len > 0 {
-            let Some((cookie, _)) = &self.items[self.head] else {
+            let Some(&(target, _)) = self.items[..].get(self.head).and_then(Option::as_ref) else {
                 break;
             };
-            if !rcu.poll(*cookie) {
+            if !self.rcu.cookie_from_raw(target).poll() {
                 break;
             }
-            if let Some((_, v)) = self.items[self.head].take() {
-                reclaim(v);
-            }
-            self.head = (self.head + 1) % M;
+            let Some((_, v)) = self.items[self.head].take() else {
+                break;
+            };
+            // INVARIANT: the front moved past the taken item before user code runs, so a
+            // panicking `reclaim` leaves the queue consistent.
+            self.head = Self::next(self.head);
             self.len -= 1;
             n += 1;
+            reclaim(v);
         }
         n
     }
@@ -89,51 +121,82 @@ impl<T, const M: usize> DeferQueue<T, M> {
     /// capacity 0 waits for a grace period and releases `value` at once.
     ///
     /// # Errors
-    /// [`RcuError::InReadSection`] if `reader` is inside a read section and the queue is
-    /// full; the value is handed back with it.
-    pub fn defer_or_wait<const N: usize>(
+    /// With the value back, without waiting: [`RcuError::OtherDomain`] if `reader`
+    /// belongs to another domain than the queue's; [`RcuError::InReadSection`] if the
+    /// queue is full and waiting from here would deadlock (see
+    /// [`Reader::synchronize`]).
+    pub fn defer_or_wait(
         &mut self,
         reader: &mut Reader<'_, N>,
         value: T,
-        mut wait: impl FnMut(),
+        wait: impl FnMut(),
         mut reclaim: impl FnMut(T),
     ) -> Result<(), (RcuError, T)> {
-        let rcu = reader.domain();
-        if self.len == M && self.collect(rcu, &mut reclaim) == 0 {
-            if let Err(e) = reader.synchronize(&mut wait) {
+        if !core::ptr::eq(reader.domain(), self.rcu) {
+            return Err((RcuError::OtherDomain, value));
+        }
+        if self.is_full() && self.collect(&mut reclaim) == 0 {
+            if let Err(e) = reader.check_can_wait() {
                 return Err((e, value));
             }
-            self.collect(rcu, &mut reclaim);
+            // The oldest entry's grace period frees a place; with no places at all, a
+            // grace period that starts now covers `value` itself. If `wait` panics, the
+            // value is leaked rather than dropped before its grace period.
+            let cookie = match self.items[..].get(self.head).and_then(Option::as_ref) {
+                Some(&(target, _)) => self.rcu.cookie_from_raw(target),
+                None => self.rcu.start_poll(),
+            };
+            let value = ManuallyDrop::new(value);
+            // Cannot fail: same domain (checked above), allowed to wait (checked above).
+            let _ = reader.wait_for(cookie, wait);
+            let value = ManuallyDrop::into_inner(value);
+            self.collect(&mut reclaim);
+            if let Err(v) = self.defer(value) {
+                // Still no room (only with `M == 0`): the grace period we waited for
+                // started after the caller unpublished `v`, so it is released now.
+                reclaim(v);
+            }
+            return Ok(());
         }
-        if let Err(v) = self.defer(rcu, value) {
-            // Still no room (only with `M == 0`): a full grace period has passed since
-            // the caller unpublished `v` (the synchronize above), so it is released now.
-            reclaim(v);
+        if let Err(v) = self.defer(value) {
+            reclaim(v); // unreachable: not full, or just collected one
         }
         Ok(())
     }
 
-    /// Waits for a grace period and releases every pending value (`rcu_barrier`).
+    /// Waits for the grace period of the newest value and releases every pending value
+    /// (`rcu_barrier`). Returns how many it released.
     ///
     /// # Errors
-    /// [`RcuError::InReadSection`] if `reader` is inside a read section; nothing is
-    /// released then.
-    pub fn barrier<const N: usize>(
+    /// Without waiting or releasing anything: [`RcuError::OtherDomain`] if `reader`
+    /// belongs to another domain; [`RcuError::InReadSection`] if waiting from here would
+    /// deadlock (see [`Reader::synchronize`]).
+    pub fn barrier(
         &mut self,
         reader: &mut Reader<'_, N>,
         wait: impl FnMut(),
-        mut reclaim: impl FnMut(T),
+        reclaim: impl FnMut(T),
     ) -> Result<usize, RcuError> {
+        if !core::ptr::eq(reader.domain(), self.rcu) {
+            return Err(RcuError::OtherDomain);
+        }
         if self.is_empty() {
             return Ok(0);
         }
-        reader.synchronize(wait)?;
-        Ok(self.collect(reader.domain(), &mut reclaim))
+        reader.check_can_wait()?;
+        let newest = (self.head + self.len - 1) % M; // len >= 1, so M >= 1
+        if let Some(&(target, _)) = self.items[..].get(newest).and_then(Option::as_ref) {
+            reader.wait_for(self.rcu.cookie_from_raw(target), wait)?;
+        }
+        Ok(self.collect(reclaim))
     }
 }
 
-impl<T, const M: usize> Default for DeferQueue<T, M> {
-    fn default() -> Self {
-        Self::new()
+impl<T, const M: usize, const N: usize> core::fmt::Debug for DeferQueue<'_, T, M, N> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("DeferQueue")
+            .field("len", &self.len)
+            .field("capacity", &M)
+            .finish()
     }
 }

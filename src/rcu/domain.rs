@@ -1,6 +1,7 @@
 //! The domain, its reader slots, guards and the grace-period state machine.
 
-use crate::sync::{AtomicBool, AtomicU32, Ordering};
+use crate::sync::Ordering::{Acquire, Relaxed, Release, SeqCst};
+use crate::sync::{AtomicBool, AtomicU32};
 use core::marker::PhantomData;
 
 /// Errors the RCU API reports instead of panicking or blocking.
@@ -10,9 +11,13 @@ use core::marker::PhantomData;
 pub enum RcuError {
     /// Every reader slot of the domain is taken.
     NoFreeSlot,
-    /// A blocking wait was asked for from inside a read section of the same reader: it
-    /// would wait for itself forever.
+    /// A blocking wait was asked for from inside a read section: it would wait for
+    /// itself forever. Reported when the waiting reader's own section is open (a leaked
+    /// guard) and, in debug builds with feature `std`, when any reader of the calling
+    /// thread is inside a section.
     InReadSection,
+    /// A reader, cookie or guard of one domain was used with another domain.
+    OtherDomain,
 }
 
 impl core::fmt::Display for RcuError {
@@ -20,45 +25,58 @@ impl core::fmt::Display for RcuError {
         f.write_str(match self {
             RcuError::NoFreeSlot => "every RCU reader slot is taken",
             RcuError::InReadSection => "a grace period cannot be waited for inside a read section",
+            RcuError::OtherDomain => "an object of another RCU domain was used",
         })
     }
 }
 
-/// A point in the grace-period sequence: done once every read section that was running
-/// when it was taken has ended. Taken with [`Rcu::start_poll`], checked with
-/// [`Rcu::poll`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct GpCookie(u32);
-
-impl GpCookie {
-    /// The cookie as a number, to keep it in an atomic (e.g. in an interrupt handler's
-    /// state). Only [`GpCookie::from_raw`] of this value means anything.
-    pub const fn into_raw(self) -> u32 {
-        self.0
-    }
-
-    /// A cookie back from [`into_raw`](Self::into_raw). A number that did not come from
-    /// a cookie of the same domain makes [`Rcu::poll`] answer about an arbitrary point;
-    /// nothing unsafe follows, only a wrong answer for the caller.
-    pub const fn from_raw(raw: u32) -> Self {
-        GpCookie(raw)
-    }
-}
+// ---- the grace-period counter --------------------------------------------------------
 
 /// Steps of `gp` per grace period: flip, wait, flip, wait.
 const STEPS_PER_GP: u32 = 4;
+/// A cookie is at most this many steps ahead of `gp` (a wait in progress adds one), and
+/// `gp` never moves backwards, so a target further ahead than this is in the past.
+const MAX_AHEAD: u32 = STEPS_PER_GP + 1;
+/// Attempts one `poll` makes at most: a whole grace period from any point, with room for
+/// compare-exchanges lost to other drivers (each of which is progress too). This is what
+/// keeps `poll` from ever looping for long, whatever cookie it is given.
+const MAX_TRIES: u32 = 2 * STEPS_PER_GP;
 
-/// The phase readers record at step `g` of the counter.
+/// The counter's width as a mask: all 32 bits, except in test builds that shrink it to
+/// make laps short (`mutants::set_gp_bits`).
+#[inline(always)]
+fn mask() -> u32 {
+    #[cfg(any(loom, rcuref_mutants))]
+    let m = crate::mutants::gp_mask();
+    #[cfg(not(any(loom, rcuref_mutants)))]
+    let m = u32::MAX;
+    m
+}
+
+/// `g` advanced by `k` steps, wrapping at the counter's width.
+#[inline(always)]
+fn plus(g: u32, k: u32) -> u32 {
+    g.wrapping_add(k) & mask()
+}
+
+/// The phase readers record at step `g` of the counter: 0, 1, 1, 0 for steps 0..4.
 #[inline(always)]
 const fn phase(g: u32) -> u32 {
     (g.wrapping_add(1) >> 1) & 1
 }
 
-/// `a` is at or after `b` in wrapping order.
+/// Whether the counter at `g` has reached `target`: the target is not 1 to `MAX_AHEAD`
+/// steps ahead. (A target further ahead can only be from a past lap, or not a cookie.)
 #[inline(always)]
-const fn reached(a: u32, b: u32) -> bool {
-    (a.wrapping_sub(b) as i32) >= 0
+fn reached(g: u32, target: u32) -> bool {
+    let ahead = target.wrapping_sub(g) & mask();
+    ahead == 0 || ahead > MAX_AHEAD
+}
+
+/// Which half of the counter's range `g` lies in (see the lap guard in `advance`).
+#[inline(always)]
+fn half(g: u32) -> usize {
+    usize::from(g & mask() > mask() >> 1)
 }
 
 const ONE_LEVEL: u32 = 2;
@@ -68,13 +86,22 @@ const STICKY: u32 = 0xFFFF_FFF0;
 
 /// An RCU domain with `N` reader slots (threads, harts, interrupt priority levels).
 ///
-/// # Invariants
-/// * `slots[i]` is written only by the holder of `claims[i]` (a [`Reader`]): 0 when
-///   offline, else `nesting << 1 | phase` with nesting >= 1.
-/// * `gp` is modified only by the holder of `writer` (the try-lock in [`Rcu::poll`]), one
-///   step at a time; an odd value means a wait is in progress.
+/// Usable in a `static` (`Rcu::new` is `const`). See the [module docs](crate::rcu) for
+/// the algorithm and its guarantees.
 pub struct Rcu<const N: usize> {
+    // INVARIANTS:
+    // * `slots[i]` is written only by the holder of `claims[i]` (a `Reader`): 0 when
+    //   offline, else `nesting << 1 | phase` with nesting >= 1.
+    // * `gp` moves only forwards, one step per successful compare-exchange in `advance`
+    //   (wrapping at `mask()`); an odd value means a wait is in progress. A wait step
+    //   succeeds only from the value its scan was taken at.
+    // * `stepping[h]` counts the contexts inside `advance` whose snapshot of `gp` lies in
+    //   half `h` of the range; `gp` never enters half `h` while it is non-zero, so no
+    //   snapshot survives a whole lap (the lap guard).
     gp: AtomicU32,
+    stepping: [AtomicU32; 2],
+    /// The try-lock of the old design, kept only as a broken variant (`WriterLock`).
+    #[cfg(any(loom, rcuref_mutants))]
     writer: AtomicBool,
     claims: [AtomicBool; N],
     slots: [AtomicU32; N],
@@ -87,11 +114,14 @@ impl<const N: usize> Rcu<N> {
         Self::new_at(0)
     }
 
-    /// A domain whose grace-period counter starts at `gp` (for testing wrap-around).
+    /// A domain whose grace-period counter starts at `gp` (tests of the wrap-around).
     #[cfg(not(loom))]
+    #[doc(hidden)]
     pub const fn new_at(gp: u32) -> Self {
         Rcu {
             gp: AtomicU32::new(gp & !1),
+            stepping: [const { AtomicU32::new(0) }; 2],
+            #[cfg(rcuref_mutants)]
             writer: AtomicBool::new(false),
             claims: [const { AtomicBool::new(false) }; N],
             slots: [const { AtomicU32::new(0) }; N],
@@ -106,9 +136,11 @@ impl<const N: usize> Rcu<N> {
 
     /// A domain starting at `gp` (loom build: not `const`).
     #[cfg(loom)]
+    #[doc(hidden)]
     pub fn new_at(gp: u32) -> Self {
         Rcu {
-            gp: AtomicU32::new(gp & !1),
+            gp: AtomicU32::new(gp & !1 & mask()),
+            stepping: core::array::from_fn(|_| AtomicU32::new(0)),
             writer: AtomicBool::new(false),
             claims: core::array::from_fn(|_| AtomicBool::new(false)),
             slots: core::array::from_fn(|_| AtomicU32::new(0)),
@@ -117,12 +149,12 @@ impl<const N: usize> Rcu<N> {
 
     /// Claims a reader slot for the calling context (a thread, a hart, an interrupt
     /// priority level). The slot is freed when the [`Reader`] is dropped.
+    ///
+    /// # Errors
+    /// [`RcuError::NoFreeSlot`] when all `N` slots are claimed.
     pub fn register(&self) -> Result<Reader<'_, N>, RcuError> {
         for (i, c) in self.claims.iter().enumerate() {
-            if !c.load(Ordering::Relaxed)
-                && c.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-                    .is_ok()
-            {
+            if !c.load(Relaxed) && c.compare_exchange(false, true, Acquire, Relaxed).is_ok() {
                 // INVARIANT: i < N (an index of `claims`); we hold claims[i], so we are
                 // slot i's only writer; it is 0 (a Reader leaves its slot at 0 when dropped).
                 return Ok(Reader {
@@ -137,18 +169,20 @@ impl<const N: usize> Rcu<N> {
 
     /// Runs `f` in a read section on a slot claimed for the call: for interrupt
     /// handlers and other short-lived contexts that hold no [`Reader`].
+    ///
+    /// # Errors
+    /// [`RcuError::NoFreeSlot`] when all `N` slots are claimed; `f` does not run.
     pub fn read<R>(&self, f: impl FnOnce(&Guard<'_, '_, N>) -> R) -> Result<R, RcuError> {
         let reader = self.register()?;
         let guard = reader.lock();
         Ok(f(&guard))
     }
 
-    /// Takes a cookie that [`poll`](Self::poll) reports done once every read section
-    /// running now has ended. Never blocks. Call it after unpublishing what you will
-    /// reclaim.
-    pub fn start_poll(&self) -> GpCookie {
-        crate::sync::fence(Ordering::SeqCst);
-        let g = self.gp.load(Ordering::SeqCst);
+    /// Takes a cookie that is done once every read section running now has ended.
+    /// Never blocks. Call it after unpublishing what you will reclaim.
+    pub fn start_poll(&self) -> GpCookie<'_, N> {
+        crate::sync::fence(SeqCst);
+        let g = self.gp.load(SeqCst);
         // A wait already in progress (odd g) started before us and does not count.
         // (The one-flip variant counts a grace period as one flip and one wait.)
         let steps = if mutant!(SingleFlip) {
@@ -156,88 +190,142 @@ impl<const N: usize> Rcu<N> {
         } else {
             STEPS_PER_GP
         };
-        GpCookie(g.wrapping_add(steps + (g & 1)))
-    }
-
-    /// Whether the grace period of `cookie` has ended. Never blocks: if it has not, it
-    /// advances the grace-period machine as far as the readers allow (unless another
-    /// context is advancing it right now) and answers again.
-    pub fn poll(&self, cookie: GpCookie) -> bool {
-        if self.is_done(cookie) {
-            return true;
+        GpCookie {
+            rcu: self,
+            target: plus(g, steps + (g & 1)),
         }
-        if self.writer.swap(true, Ordering::Acquire) {
-            return self.is_done(cookie); // someone else is advancing it
+    }
+
+    /// A cookie back from [`GpCookie::into_raw`], to keep one in an atomic (an
+    /// interrupt handler's state, say).
+    ///
+    /// A number that did not come from a cookie of this domain answers about an
+    /// arbitrary point of this domain's grace-period sequence: nothing unsafe follows
+    /// inside this crate, and [`GpCookie::poll`] stays bounded, but the answer means
+    /// nothing to the caller.
+    pub fn cookie_from_raw(&self, raw: u32) -> GpCookie<'_, N> {
+        GpCookie {
+            rcu: self,
+            target: raw & mask(),
         }
-        self.advance(cookie.0);
-        self.writer.store(false, Ordering::Release);
-        self.is_done(cookie)
     }
 
-    /// Whether `cookie` is done, without advancing anything.
-    pub fn is_done(&self, cookie: GpCookie) -> bool {
-        reached(self.gp.load(Ordering::Acquire), cookie.0)
-    }
-
-    /// The raw grace-period counter (diagnostics and tests).
+    /// The raw grace-period counter (tests and diagnostics).
+    #[doc(hidden)]
     pub fn gp_counter(&self) -> u32 {
-        self.gp.load(Ordering::Relaxed)
+        self.gp.load(Relaxed)
     }
 
     /// How many reader slots are claimed right now (diagnostics).
     pub fn readers(&self) -> usize {
-        self.claims
-            .iter()
-            .filter(|c| c.load(Ordering::Relaxed))
-            .count()
+        self.claims.iter().filter(|c| c.load(Relaxed)).count()
     }
 
-    /// Advances `gp` towards `target`. Caller holds `writer`.
-    fn advance(&self, target: u32) {
+    /// The domain's identity for the per-thread section tracking.
+    #[inline(always)]
+    fn id(&self) -> usize {
+        self as *const Self as usize
+    }
+
+    /// The number of reader slots, `N`.
+    pub const fn capacity(&self) -> usize {
+        N
+    }
+
+    /// Registers the caller as a driver in the half of the range `gp` is in, and returns
+    /// that half and a snapshot of `gp` taken after the registration.
+    fn enter(&self) -> (usize, u32) {
+        let mut g = self.gp.load(SeqCst);
         loop {
-            let g = self.gp.load(Ordering::Relaxed);
+            let h = half(g);
+            self.stepping[h].fetch_add(1, SeqCst);
+            let now = self.gp.load(SeqCst);
+            if half(now) == h {
+                return (h, now);
+            }
+            // `g` was from an earlier visit of that half: register again.
+            self.stepping[h].fetch_sub(1, SeqCst);
+            g = now;
+        }
+    }
+
+    fn leave(&self, h: usize) {
+        self.stepping[h].fetch_sub(1, SeqCst);
+    }
+
+    /// One scan of the slots: (anyone online, anyone online with the phase before the
+    /// flip that led to the wait at `g`).
+    fn scan(&self, g: u32) -> (bool, bool) {
+        let old = phase(g) ^ 1;
+        let (mut online, mut old_online) = (false, false);
+        for s in &self.slots {
+            let v = s.load(Acquire);
+            if v != 0 {
+                online = true;
+                old_online |= v & 1 == old;
+            }
+        }
+        (online, old_online)
+    }
+
+    /// Advances `gp` towards `target` as far as the readers allow, at most `MAX_TRIES`
+    /// attempts. Any number of contexts may run this at once: each step is a
+    /// compare-exchange from the value the step was decided on, so a context stopped
+    /// anywhere in here holds nobody up and can never complete a step on stale facts.
+    pub(crate) fn advance(&self, target: u32) {
+        #[cfg(any(loom, rcuref_mutants))]
+        if mutant!(WriterLock) && self.writer.swap(true, Acquire) {
+            return; // the old design: someone else is advancing it
+        }
+        let (mut h, mut g) = self.enter();
+        for _ in 0..MAX_TRIES {
             if reached(g, target) {
-                return;
+                break;
             }
             if mutant!(BustedGracePeriod) {
-                self.gp.store(target, Ordering::Release);
-                return;
+                self.gp.store(target, Release);
+                break;
             }
-            // One scan of the slots, after a full fence, answers both questions below.
-            crate::sync::fence(Ordering::SeqCst);
-            let old = phase(g) ^ 1; // the phase before the flip (meaningful when waiting)
-            let (mut online, mut old_online) = (false, false);
-            for s in &self.slots {
-                let v = s.load(Ordering::Acquire);
-                if v != 0 {
-                    online = true;
-                    old_online |= v & 1 == old;
+            let next = plus(g, 1);
+            if g & 1 == 1 || mutant!(StaleFastPath) {
+                // A wait: every reader that could hold something unpublished before this
+                // wait's flip is either seen by this scan or sees the unpublish (the fence
+                // pairing in the module docs).
+                crate::sync::fence(SeqCst);
+                let (online, old_online) = self.scan(g);
+                #[cfg(all(rcuref_mutants, not(loom)))]
+                crate::mutants::pause(crate::mutants::Point::GpAfterScan);
+                if mutant!(StaleFastPath) && !online {
+                    // The old idle fast path: a store decided on a scan that may be stale
+                    // by now, completing cookies taken after the scan.
+                    self.gp.store(target, Release);
+                    break;
+                }
+                if g & 1 == 1 && old_online {
+                    break; // a reader from before the flip is still inside
                 }
             }
-            // Fast path: no reader online at all. After our full fence, a reader whose
-            // slot we saw as 0 cannot hold anything unpublished before the fence (its
-            // own fence orders its loads after the unpublish), so every grace period
-            // up to `target` is complete. A reader that loaded `gp` earlier and comes
-            // online later with a stale phase is caught by the two flips of the next
-            // grace period that finds someone online. One store instead of four steps.
-            if !online && !mutant!(NoIdleFastPath) {
-                // Keep the phase parity a target step would have (`target` is even).
-                self.gp.store(target, Ordering::Release);
-                return;
+            // The lap guard: never enter a half in which a stopped context still holds a
+            // snapshot, which it could otherwise meet again a lap later (ABA).
+            if half(next) != h
+                && !mutant!(NoLapGuard)
+                && self.stepping[half(next)].load(SeqCst) != 0
+            {
+                break;
             }
-            if g & 1 == 1 {
-                // Waiting: done when no slot is online with the phase before the flip.
-                if old_online {
-                    return;
-                }
-                crate::sync::fence(Ordering::SeqCst);
-                self.gp.store(g.wrapping_add(1), Ordering::Release);
-            } else {
-                // Flip: readers that lock from now on record the new phase.
-                crate::sync::fence(Ordering::SeqCst);
-                self.gp.store(g.wrapping_add(1), Ordering::SeqCst);
-                crate::sync::fence(Ordering::SeqCst);
+            g = match self.gp.compare_exchange(g, next, SeqCst, SeqCst) {
+                Ok(_) => next,
+                Err(now) => now, // another driver moved it: progress too
+            };
+            if half(g) != h {
+                self.leave(h);
+                (h, g) = self.enter();
             }
+        }
+        self.leave(h);
+        #[cfg(any(loom, rcuref_mutants))]
+        if mutant!(WriterLock) {
+            self.writer.store(false, Release);
         }
     }
 }
@@ -249,14 +337,81 @@ impl<const N: usize> Default for Rcu<N> {
     }
 }
 
+impl<const N: usize> core::fmt::Debug for Rcu<N> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Rcu")
+            .field("slots", &N)
+            .field("readers", &self.readers())
+            .field("gp", &self.gp_counter())
+            .finish()
+    }
+}
+
+/// A point in a domain's grace-period sequence: done once every read section that was
+/// running when it was taken ([`Rcu::start_poll`]) has ended.
+///
+/// A cookie knows its domain, so it can only ever answer about the grace periods it was
+/// taken for.
+#[derive(Clone, Copy)]
+pub struct GpCookie<'d, const N: usize> {
+    rcu: &'d Rcu<N>,
+    target: u32,
+}
+
+impl<'d, const N: usize> GpCookie<'d, N> {
+    /// Whether the grace period has ended, without advancing anything.
+    pub fn is_done(&self) -> bool {
+        // Acquire: pairs with the step that completed the grace period, which acquired
+        // every reader's exit, so those sections happen before what the caller does next.
+        reached(self.rcu.gp.load(Acquire), self.target)
+    }
+
+    /// Whether the grace period has ended. Never blocks: if it has not, it advances the
+    /// grace-period machine as far as the readers allow (a bounded number of steps) and
+    /// answers again. Any number of contexts may poll at once.
+    pub fn poll(&self) -> bool {
+        if self.is_done() {
+            return true;
+        }
+        self.rcu.advance(self.target);
+        self.is_done()
+    }
+
+    /// The domain this cookie belongs to.
+    pub fn domain(&self) -> &'d Rcu<N> {
+        self.rcu
+    }
+
+    /// The cookie as a number, to keep it in an atomic; [`Rcu::cookie_from_raw`] of the
+    /// same domain turns it back.
+    pub fn into_raw(self) -> u32 {
+        self.target
+    }
+}
+
+impl<const N: usize> PartialEq for GpCookie<'_, N> {
+    fn eq(&self, other: &Self) -> bool {
+        core::ptr::eq(self.rcu, other.rcu) && self.target == other.target
+    }
+}
+
+impl<const N: usize> Eq for GpCookie<'_, N> {}
+
+impl<const N: usize> core::fmt::Debug for GpCookie<'_, N> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("GpCookie")
+            .field("target", &self.target)
+            .field("done", &self.is_done())
+            .finish()
+    }
+}
+
 /// A registered reader: owns one slot of its domain. Not `Send`/`Sync`: one context
 /// (thread, hart, interrupt level) uses it, which is what lets the read side use plain
 /// loads and stores.
-///
-/// # Invariants
-/// `slot < N`, and `self` holds `rcu.claims[slot]`, so it is the only writer of
-/// `rcu.slots[slot]`.
 pub struct Reader<'d, const N: usize> {
+    // INVARIANT: `slot < N`, and `self` holds `rcu.claims[slot]`, so it is the only
+    // writer of `rcu.slots[slot]`.
     rcu: &'d Rcu<N>,
     slot: usize,
     _not_send: PhantomData<*mut ()>,
@@ -276,17 +431,16 @@ impl<'d, const N: usize> Reader<'d, N> {
     pub fn lock(&self) -> Guard<'_, 'd, N> {
         let slot = self.my_slot();
         // By the type invariant nobody else writes the slot: load + store is exact.
-        let v = slot.load(Ordering::Relaxed);
+        let v = slot.load(Relaxed);
         if v == 0 {
-            let p = phase(self.rcu.gp.load(Ordering::Relaxed));
-            slot.store(ONE_LEVEL | p, Ordering::Relaxed);
+            let p = phase(self.rcu.gp.load(Relaxed));
+            slot.store(ONE_LEVEL | p, Relaxed);
             if !mutant!(NoReaderFence) {
                 crate::sync::reader_fence();
             }
-        } else {
-            if v < STICKY {
-                slot.store(v + ONE_LEVEL, Ordering::Relaxed);
-            }
+            open_sections::entered(self.rcu.id());
+        } else if v < STICKY {
+            slot.store(v + ONE_LEVEL, Relaxed);
         }
         Guard {
             reader: self,
@@ -302,7 +456,7 @@ impl<'d, const N: usize> Reader<'d, N> {
 
     /// Whether this reader is inside a read section.
     pub fn in_read_section(&self) -> bool {
-        self.rcu.slots[self.slot].load(Ordering::Relaxed) != 0
+        self.my_slot().load(Relaxed) != 0
     }
 
     /// The domain this reader belongs to.
@@ -310,22 +464,46 @@ impl<'d, const N: usize> Reader<'d, N> {
         self.rcu
     }
 
+    /// The index of this reader's slot in its domain (diagnostics).
+    pub fn slot(&self) -> usize {
+        self.slot
+    }
+
     /// Waits until every read section that was running when it was called has ended,
     /// calling `wait` between attempts (spin, yield, `wfi`, an RTOS sleep).
     ///
     /// # Errors
-    /// [`RcuError::InReadSection`] if this reader is inside a read section (possible only
-    /// after leaking a guard); debug builds panic instead, to make the bug loud.
-    pub fn synchronize(&mut self, mut wait: impl FnMut()) -> Result<(), RcuError> {
-        if self.in_read_section() {
-            debug_assert!(
-                false,
-                "rcuref: synchronize() inside a read section would wait for itself forever"
-            );
+    /// [`RcuError::InReadSection`], without waiting, if this reader is inside a read
+    /// section (possible only after leaking a guard with `mem::forget`) or, in debug
+    /// builds with feature `std`, if another reader of this domain on the calling thread
+    /// is. Waiting
+    /// there would deadlock. Without `std` a section of another reader of the same
+    /// context cannot be detected: do not wait inside one.
+    pub fn synchronize(&mut self, wait: impl FnMut()) -> Result<(), RcuError> {
+        self.check_can_wait()?;
+        let cookie = self.rcu.start_poll();
+        self.wait_for(cookie, wait)
+    }
+
+    /// `Err(InReadSection)` if a blocking wait from here would wait for itself.
+    pub(crate) fn check_can_wait(&self) -> Result<(), RcuError> {
+        if self.in_read_section() || open_sections::any(self.rcu.id()) {
             return Err(RcuError::InReadSection);
         }
-        let cookie = self.rcu.start_poll();
-        while !self.rcu.poll(cookie) {
+        Ok(())
+    }
+
+    /// Waits for `cookie` (of this reader's domain) to be done, calling `wait` between
+    /// polls; the caller has checked that it may wait.
+    pub(crate) fn wait_for(
+        &mut self,
+        cookie: GpCookie<'_, N>,
+        mut wait: impl FnMut(),
+    ) -> Result<(), RcuError> {
+        if !core::ptr::eq(cookie.rcu, self.rcu) {
+            return Err(RcuError::OtherDomain);
+        }
+        while !cookie.poll() {
             wait();
         }
         Ok(())
@@ -334,12 +512,16 @@ impl<'d, const N: usize> Reader<'d, N> {
 
 impl<const N: usize> Drop for Reader<'_, N> {
     fn drop(&mut self) {
-        // Guards borrow the reader, so none is alive here unless one was leaked; a
-        // leaked section is left open (the slot stays claimed) rather than silently
-        // ended, because its references may still be in use.
-        if !self.in_read_section() {
-            self.rcu.claims[self.slot].store(false, Ordering::Release);
+        let slot = self.my_slot();
+        if slot.load(Relaxed) != 0 {
+            // A guard was leaked (`mem::forget`). Guards borrow the reader, so none is
+            // alive now, and every reference read under the leaked one was bounded by a
+            // borrow of the reader that has ended: ending the section is sound, and
+            // leaving it open would stall every later grace period of the domain.
+            crate::sync::reader_release_store(slot, 0);
+            open_sections::left(self.rcu.id());
         }
+        self.rcu.claims[self.slot].store(false, Release);
     }
 }
 
@@ -370,12 +552,79 @@ impl<const N: usize> Drop for Guard<'_, '_, N> {
     #[inline]
     fn drop(&mut self) {
         let slot = self.reader.my_slot();
-        let v = slot.load(Ordering::Relaxed);
+        let v = slot.load(Relaxed);
         if v < 2 * ONE_LEVEL || mutant!(NestingIgnored) {
             // Outermost: the section's loads happen before a writer's Acquire sees 0.
             crate::sync::reader_release_store(slot, 0);
+            open_sections::left(self.reader.rcu.id());
         } else if v < STICKY {
-            slot.store(v - ONE_LEVEL, Ordering::Relaxed);
+            slot.store(v - ONE_LEVEL, Relaxed);
         }
+    }
+}
+
+impl<const N: usize> core::fmt::Debug for Guard<'_, '_, N> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Guard")
+            .field("slot", &self.reader.slot)
+            .finish()
+    }
+}
+
+/// Whether this build reports a blocking wait inside a read section of *another* reader
+/// of the same domain on the calling thread as [`RcuError::InReadSection`] (debug
+/// builds with feature `std`). Without it such a wait deadlocks; a wait inside the
+/// waiting reader's own section is reported in every build.
+pub const DETECTS_WAIT_IN_OTHER_SECTION: bool =
+    cfg!(all(feature = "std", debug_assertions, not(loom)));
+
+/// Debug builds with feature `std`: how many read sections the current thread has open
+/// in each domain, so a blocking wait from inside one (of any reader of that domain) is
+/// an error instead of a deadlock. Keyed by the domain's address; up to `DOMAINS`
+/// domains per thread are tracked at once (a thread inside sections of more domains
+/// than that goes undetected in the extra ones, never falsely reported).
+#[cfg(all(feature = "std", debug_assertions, not(loom)))]
+mod open_sections {
+    use core::cell::Cell;
+
+    const DOMAINS: usize = 4;
+
+    std::thread_local! {
+        static OPEN: [Cell<(usize, u32)>; DOMAINS] = const { [const { Cell::new((0, 0)) }; DOMAINS] };
+    }
+
+    pub(super) fn entered(domain: usize) {
+        OPEN.with(|t| {
+            if let Some(e) = t.iter().find(|e| e.get().0 == domain && e.get().1 != 0) {
+                e.set((domain, e.get().1.saturating_add(1)));
+            } else if let Some(e) = t.iter().find(|e| e.get().1 == 0) {
+                e.set((domain, 1));
+            }
+        });
+    }
+
+    pub(super) fn left(domain: usize) {
+        OPEN.with(|t| {
+            if let Some(e) = t.iter().find(|e| e.get().0 == domain && e.get().1 != 0) {
+                e.set((domain, e.get().1 - 1));
+            }
+        });
+    }
+
+    pub(super) fn any(domain: usize) -> bool {
+        OPEN.with(|t| t.iter().any(|e| e.get().0 == domain && e.get().1 != 0))
+    }
+}
+
+/// Elsewhere: nothing to track (see the `std` version above).
+#[cfg(not(all(feature = "std", debug_assertions, not(loom))))]
+mod open_sections {
+    #[inline(always)]
+    pub(super) fn entered(_: usize) {}
+    #[inline(always)]
+    pub(super) fn left(_: usize) {}
+    #[inline(always)]
+    pub(super) fn any(_: usize) -> bool {
+        false
     }
 }

@@ -21,7 +21,8 @@
 //! `gp` advances one step at a time and a grace period is four steps:
 //! **flip** (the phase readers copy changes), **wait** until no slot is online with
 //! the old phase, **flip** back, **wait** again. `phase(gp) = ((gp + 1) / 2) % 2`, so the
-//! counter alone says where the machine is: odd = a wait is in progress.
+//! counter alone says where the machine is: odd = a wait is in progress. A cookie
+//! ([`Rcu::start_poll`]) is the counter value at which the next full grace period ends.
 //!
 //! # Why two flips
 //!
@@ -41,30 +42,57 @@
 //! shipped the one-flip bug once; `tests/loom_rcu.rs` keeps a one-flip variant
 //! (`Mutant::SingleFlip`) and requires the model to catch it.
 //!
-//! # The idle fast path
+//! # Any number of drivers, none of them in charge
 //!
-//! If, after the writer's full fence, **no slot is online at all**, the grace period (and
-//! any pending ones) completes with a single store of the target. A reader the scan saw
-//! offline cannot hold anything unpublished before the fence (the same fence pairing as
-//! below); a reader that had loaded `gp` earlier and comes online afterwards with a stale
-//! phase is caught by the two flips of the next grace period that finds someone online. On
-//! a single core whose readers run in interrupt handlers, every grace period the thread
-//! writer waits for takes this path. `tests/loom_rcu.rs` checks the model with and without
-//! it (`slow_path_alone_is_safe`).
+//! Grace periods are driven by whoever polls: a thread in [`Reader::synchronize`], an
+//! interrupt handler polling a [`GpCookie`], a [`DeferQueue`] collecting, all at once.
+//! There is no lock. Each step is one compare-exchange of `gp` **from the value the step
+//! was decided on**: a flip from an even value (always valid), a wait's completion from
+//! the odd value whose scan found no reader with the old phase. A context stopped at any
+//! point (preempted by higher-priority work for as long as that runs) therefore holds
+//! nobody up, and when it resumes its exchange fails unless the counter is still where
+//! its scan was taken: it can never complete a step on stale facts.
+//!
+//! | driver A (stopped)                | everyone else                               |
+//! |-----------------------------------|---------------------------------------------|
+//! | loads gp = 1, scans: nobody old   |                                             |
+//! | (stopped)                         | steps 1 → 2 → 3 → 4 … cookies complete      |
+//! | cmpxchg(1 → 2) **fails**: gp moved | a reader comes online                       |
+//! | reloads and goes on from there    |                                             |
+//!
+//! An earlier design let a scan that found *nobody* online store the cookie's target
+//! outright (an "idle fast path"). With two drivers that completed other contexts'
+//! grace periods: the scan ran, a reader came online and read a pointer, a writer
+//! unpublished it and took a cookie at the same counter value, and the store completed
+//! that cookie under the reader. `Mutant::StaleFastPath` keeps it, and the two-driver
+//! loom model and a preemption test must catch it. Its saving (one store instead of
+//! four exchanges when no reader is online) was not worth a shortcut on someone else's
+//! behalf.
+//!
+//! **The lap guard.** A 32-bit counter comes back to the same value after 2³² steps, so
+//! a driver stopped between its scan and its exchange for exactly one lap would find
+//! its exchange succeed on a stale scan (ABA). Every driver therefore registers, for the
+//! time it spends in a step, in the half of the counter's range its snapshot lies in,
+//! and `gp` never enters a half in which a driver is still registered. A snapshot thus
+//! never survives a lap: the exchange of a stopped driver fails however long it is
+//! stopped. The price: a context stopped inside a step for 2³¹ steps (2²⁹ grace
+//! periods) pauses grace periods until it resumes, instead of corrupting them
+//! (`tests/preemption.rs` runs exactly this with the counter cut to 6 bits).
 //!
 //! # Memory ordering
 //!
-//! * Reader `lock`: store slot, then `fence(SeqCst)`, then the section's loads. Writer:
-//!   unpublish, `fence(SeqCst)`, flip, `fence(SeqCst)`, load the slots. Between the two
-//!   SC fences, either the writer's scan sees the reader online, or the reader's loads see
-//!   the unpublish.
-//! * Reader `unlock`: `Release` store of 0, paired with the writer's `Acquire` load of
-//!   the slot: the section's loads happen before whatever the writer does after the grace
-//!   period (reclaiming).
+//! * Reader `lock`: store slot, then `fence(SeqCst)`, then the section's loads. A wait
+//!   step: load `gp` (the odd value a flip wrote, or its own flip), `fence(SeqCst)`,
+//!   load the slots. A cookie: unpublish, `fence(SeqCst)`, load `gp`. The cookie's load
+//!   reads a value before the flip the wait step read, so the cookie's fence precedes
+//!   the wait's fence in the single order of SC fences; then either the reader's fence
+//!   comes after the cookie's and the reader sees the unpublish, or it comes before the
+//!   wait's and the scan sees the reader online.
+//! * Reader `unlock`: `Release` store of 0, paired with the scan's `Acquire` load of
+//!   the slot, and the step's `SeqCst` exchange with the cookie's `Acquire` check: the
+//!   section's loads happen before whatever the cookie's holder does next (reclaiming).
 //! * Publishing a pointer ([`RcuCell::replace`]): `AcqRel` swap; readers load it with
 //!   `Acquire`, so the pointee's initialisation is visible.
-//! * [`Rcu::start_poll`]: `fence(SeqCst)` then load `gp`, so the cookie only counts
-//!   flips ordered after the caller's unpublish.
 //!
 //! # Cost
 //!
@@ -73,37 +101,70 @@
 //! store. On a single core the binary may set `--cfg rcuref_unsafe_assume_single_core`
 //! (the name says what it asserts), which turns the fence into a compiler fence: an
 //! interrupt handler runs on the same core, after everything the code it interrupted
-//! has executed. See DEVELOPMENT.md for the measured instruction sequences.
+//! has executed. A grace period with no reader in the way: four compare-exchanges, two
+//! scans of the `N` slots, and the registration of each polling call (two
+//! read-modify-writes of a counter that readers never touch). See DEVELOPMENT.md for
+//! the measured instruction sequences.
 //!
 //! # Writers, interrupts and waiting
 //!
 //! * Blocking: [`Reader::synchronize`] drives the grace period and calls your wait hook
 //!   between attempts (spin, yield, `wfi`, an RTOS sleep). It takes `&mut self`, so it
 //!   cannot be called while a guard of the same reader is alive; a leaked guard
-//!   (`mem::forget`) is detected: a panic in debug builds, [`RcuError::InReadSection`]
-//!   in release.
+//!   (`mem::forget`) makes it return [`RcuError::InReadSection`] instead of waiting for
+//!   itself. In debug builds with feature `std`, so does a section of *another* reader
+//!   of the same domain on the calling thread; without `std` that case cannot be seen
+//!   and would deadlock: never wait inside a read section.
 //! * Never block in an interrupt handler: a handler that waited for a reader it had
-//!   preempted would wait forever on a single core. Handlers use the polled API
-//!   ([`Rcu::start_poll`] / [`Rcu::poll`]) or [`DeferQueue`], which never block.
+//!   preempted would wait forever on a single core. Handlers use cookies
+//!   ([`Rcu::start_poll`], [`GpCookie::poll`]) or a [`DeferQueue`], which never block.
+//!   A `poll` makes at most eight attempts, whatever cookie it is given.
 //! * A single-core *thread* writer waiting for a reader that an interrupt preempted is
 //!   fine (the handler finishes first). Waiting for a reader in a lower-priority RTOS
 //!   thread needs a wait hook that lets that thread run (sleep or yield, not spin).
 //! * Interrupt-context readers: a handler takes a slot for its section with
 //!   [`Rcu::read`] (one slot per interrupt priority that reads, plus threads/harts).
+//! * Dropping a [`Reader`] ends a section whose guard was leaked: the borrow checker
+//!   has already ended every reference read under it.
 //!
 //! # Bounded memory
 //!
-//! Nothing allocates. [`DeferQueue<T, M>`] holds at most `M` retired values; when it is
-//! full, [`DeferQueue::defer`] hands the value back (back-pressure) and
+//! Nothing allocates. [`DeferQueue<T, M, N>`] holds at most `M` retired values; when it
+//! is full, [`DeferQueue::defer`] hands the value back (back-pressure) and
 //! [`DeferQueue::defer_or_wait`] waits for a grace period instead of growing.
 //!
 //! # Wrap-around
 //!
-//! `gp` is a `u32` compared with wrapping arithmetic (`(gp - cookie) as i32 >= 0`), so
-//! it may wrap freely; a cookie is at most 5 steps ahead of `gp` when taken. A cookie
-//! not polled for 2³¹ steps (2²⁹ grace periods) would look unfinished again: poll
-//! deferred work more often than that. [`Rcu::new_at`] starts the counter anywhere, for
-//! tests across the wrap.
+//! `gp` is a `u32` compared with wrapping arithmetic. A cookie is at most five steps
+//! ahead of `gp` when it is taken and `gp` never moves backwards, so a cookie counts as
+//! done unless its target is one to five steps ahead: an old cookie stays done for
+//! 2³² − 5 steps after its grace period, and one kept for a whole lap longer than that
+//! reports "not yet" for at most five more steps (never "done" early).
+//!
+//! # Safety guarantees
+//!
+//! What safe code can rely on, on every target:
+//!
+//! * A value retired from an [`RcuCell`] comes back (`&mut T`) only after every read
+//!   section that could have loaded it has ended; a reference loaded under a guard
+//!   cannot outlive the guard, the cell, or the storage (compile-fail tests in
+//!   `tests/ui/`). A cell cannot be made to publish a shorter-lived value (it is
+//!   invariant in its lifetime).
+//! * A [`DeferQueue`] releases a value only after a grace period of the domain it was
+//!   created for; cookies and retired values answer only about their own domain.
+//! * This holds with any number of contexts driving grace periods at once and any of
+//!   them stopped anywhere for any time (modelled in loom with two drivers, tested with
+//!   threads stopped at arbitrary and at exact points), and across counter wrap-around
+//!   (the lap guard: deterministic, not probabilistic).
+//! * Liveness: no context's stop can hold up another's grace periods, except a context
+//!   stopped inside a polling step for 2³¹ counter steps, which pauses them (the lap
+//!   guard) until it resumes. A reader that never leaves its section stalls every grace
+//!   period: that is what RCU means.
+//!
+//! What rests on the binary's choices: `--cfg rcuref_unsafe_assume_single_core` is
+//! correct only if every reader and writer of the domain runs on one core; on thumbv6m
+//! the slot-claiming compare-exchange (in [`Rcu::register`]) comes from
+//! portable-atomic's critical-section or single-core mode, which the binary picks.
 
 mod cell;
 mod defer;
@@ -111,4 +172,4 @@ mod domain;
 
 pub use cell::{RcuCell, Retired};
 pub use defer::DeferQueue;
-pub use domain::{GpCookie, Guard, Rcu, RcuError, Reader};
+pub use domain::{GpCookie, Guard, Rcu, RcuError, Reader, DETECTS_WAIT_IN_OTHER_SECTION};

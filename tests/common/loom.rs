@@ -10,10 +10,25 @@ pub(crate) fn model(bound: usize, f: impl Fn() + Sync + Send + 'static) {
     b.check(f);
 }
 
-/// Runs `harness` with the broken variant `m` selected and requires it to fail.
+/// Runs `harness` with the broken variant `m` selected and requires it to fail, for a
+/// reason other than a broken test setup (an `unwrap` of an error): the panic message
+/// is printed, so the log shows what the model saw.
 pub(crate) fn must_catch(m: Mutant, harness: fn()) {
     select(m);
-    let caught = std::panic::catch_unwind(harness).is_err();
+    let result = std::panic::catch_unwind(harness);
     select(Mutant::None);
-    assert!(caught, "the model did not catch the broken variant {m:?}");
+    let payload = match result {
+        Ok(()) => panic!("the model did not catch the broken variant {m:?}"),
+        Err(p) => p,
+    };
+    let msg = payload
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| payload.downcast_ref::<&str>().copied())
+        .unwrap_or("(no message)");
+    println!("caught {m:?}: {msg}");
+    assert!(
+        !msg.contains("unwrap()"),
+        "the model failed on its own setup, not on {m:?}: {msg}"
+    );
 }

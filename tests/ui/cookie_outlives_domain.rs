@@ -1,0 +1,11 @@
+//! A grace-period cookie cannot outlive its domain (it answers about that domain only).
+use rcuref::Rcu;
+
+fn main() {
+    let cookie;
+    {
+        let rcu: Rcu<2> = Rcu::new();
+        cookie = rcu.start_poll();
+    }
+    assert!(cookie.is_done());
+}

@@ -1,0 +1,13 @@
+//! A guard cannot outlive its reader (whose drop ends a leaked section).
+use rcuref::Rcu;
+
+static RCU: Rcu<2> = Rcu::new();
+
+fn main() {
+    let guard;
+    {
+        let reader = RCU.register().unwrap();
+        guard = reader.lock();
+    }
+    drop(guard);
+}

@@ -1,0 +1,11 @@
+//! A deferred-reclamation queue cannot outlive the domain it is bound to.
+use rcuref::{DeferQueue, Rcu};
+
+fn main() {
+    let queue;
+    {
+        let rcu: Rcu<2> = Rcu::new();
+        queue = DeferQueue::<u32, 2, 2>::new(&rcu);
+    }
+    drop(queue);
+}

@@ -1,0 +1,11 @@
+//! A reader cannot outlive its domain.
+use rcuref::Rcu;
+
+fn main() {
+    let reader;
+    {
+        let rcu: Rcu<2> = Rcu::new();
+        reader = rcu.register().unwrap();
+    }
+    drop(reader);
+}
