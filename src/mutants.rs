@@ -51,8 +51,9 @@ pub enum Mutant {
     /// Pool: a lookup returns the object it got a reference to without re-checking
     /// that the location still names it.
     NoRecheck,
-    /// Pool: the free list's ABA tag is cut to 2 bits.
-    TinyTag,
+    /// Pool: allocation claims a free slot with a load and a separate store instead of
+    /// one read-modify-write, so two allocators can both claim it.
+    CheckThenClaim,
 }
 
 static ACTIVE: AtomicU8 = AtomicU8::new(Mutant::None as u8);

@@ -47,17 +47,58 @@
 //! * The re-check load comes after the `get` in program order, and the get's acquire
 //!   keeps it there: it cannot be satisfied before the reference was taken.
 //! * The last put's acquire (FileRef's NOREF → DEAD) orders every holder's use of the
-//!   value before its destruction; the free list's `Release` push and `Acquire` pop
-//!   order the destruction before the next allocation's writes.
+//!   value before its destruction; the slot's claim flag (`Release` when freed,
+//!   `Acquire` swap when claimed) orders the destruction before the next allocation's
+//!   writes.
+//!
+//! # Allocation
+//!
+//! Each slot has a claim flag; [`Pool::alloc`] claims a slot with one atomic swap of its
+//! flag and keeps it only if the swap returned "free". No decision rests on a value read
+//! earlier, so there is no ABA to defend against (the tagged Treiber stack this replaced
+//! handed out a live slot twice when a pop was preempted for one tag period). The
+//! search starts at the most recently freed slot: one load and one swap when a slot was
+//! freed recently, at most `N` loads when the pool is nearly full. Under concurrent
+//! frees a search can miss a slot freed behind it, so [`PoolFull`] means "every slot was
+//! seen in use during the call", not "all were in use at one instant".
+//!
+//! # Counts that saturate
+//!
+//! A count pushed past 2³¹ references (safe code can `mem::forget` clones of a
+//! [`Handle`]) saturates and stays saturated ([`FileRef32`]'s zones are sticky): the
+//! object is leaked, never destroyed, and its slot is never reused. Lookups keep
+//! finding it and handles keep working. The pool uses the 32-bit count on every target:
+//! with sticky saturation 2³¹ live references are only a leak threshold, never a
+//! safety one, and a 64-bit count would cost 4 to 8 bytes per slot for a limit no
+//! program reaches without leaking 2³¹ handles (32 GiB of them on a 64-bit host).
+//!
+//! # Safety guarantees
+//!
+//! On every target, whatever the interleaving, preemption, or number of contexts:
+//!
+//! * A slot is never owned by two objects: claims are single swaps (tested with
+//!   allocators stopped mid-claim while others churn the same slot, `tests/preemption.rs`,
+//!   and in loom).
+//! * A [`Handle`] keeps its object alive; the value is dropped exactly once, by the last
+//!   put, and never while a handle exists, however the count is pushed (sticky
+//!   saturation; the 2³² forgotten clones attack is a test).
+//! * A lookup ([`PoolCell::get`]) returns only an object its location named at the
+//!   moment of the re-check, and never one under construction.
+//! * A handle or location cannot outlive its pool, nor a reference through a handle the
+//!   handle (compile-fail tests).
+//! * A `T::drop` that panics still frees the slot (the value counts as dropped).
+//!
+//! Lookups are lock-free, not wait-free: a location replaced over and over can make a
+//! lookup retry for as long as that goes on.
 
-mod free_list;
+mod free_map;
 
 use crate::file_ref::FileRef32;
 use crate::rcu::Guard;
 use crate::sync::{AtomicU32, Ordering, UnsafeCell};
 use core::marker::PhantomData;
 use core::mem::MaybeUninit;
-use free_list::FreeList;
+use free_map::FreeMap;
 
 /// One slot: the count and the (possibly uninitialised) value.
 struct Slot<T> {
@@ -66,16 +107,15 @@ struct Slot<T> {
 }
 
 /// `N` slots of `T` with typesafe-by-RCU reuse (see the [module docs](self)).
-///
-/// # Invariants
-/// * A slot whose index is on the free list has its count in the dead zone and no
-///   initialised value; nothing but failing `get`s touches it.
-/// * A slot not on the free list holds an initialised `T` while its count is live;
-///   the caller whose put moved it to DEAD drops the value and pushes the index back,
-///   exactly once.
 pub struct Pool<T, const N: usize> {
+    // INVARIANTS:
+    // * A slot not claimed in `free` has its count in the dead zone and no initialised
+    //   value; nothing but failing `get`s touches it.
+    // * A claimed slot holds an initialised `T` while its count is live or saturated
+    //   (a saturated object is leaked: never destroyed); the caller whose put moved the
+    //   count to DEAD drops the value and releases the slot, exactly once.
     slots: [Slot<T>; N],
-    free: FreeList<N>,
+    free: FreeMap<N>,
     in_use: AtomicU32,
     high_water: AtomicU32,
 }
@@ -102,7 +142,7 @@ impl<T, const N: usize> Pool<T, N> {
                     value: UnsafeCell::new(MaybeUninit::uninit()),
                 }
             }; N],
-            free: FreeList::new(),
+            free: FreeMap::new(),
             in_use: AtomicU32::new(0),
             high_water: AtomicU32::new(0),
         }
@@ -116,7 +156,7 @@ impl<T, const N: usize> Pool<T, N> {
                 refs: FileRef32::from_raw(FileRef32::DEAD),
                 value: UnsafeCell::new(MaybeUninit::uninit()),
             }),
-            free: FreeList::new(),
+            free: FreeMap::new(),
             in_use: AtomicU32::new(0),
             high_water: AtomicU32::new(0),
         }
@@ -127,7 +167,7 @@ impl<T, const N: usize> Pool<T, N> {
     /// # Errors
     /// [`PoolFull`] with the value when every slot is in use.
     pub fn alloc(&self, value: T) -> Result<Handle<'_, T, N>, PoolFull<T>> {
-        let Some(i) = self.free.pop() else {
+        let Some(i) = self.free.claim() else {
             return Err(PoolFull(value));
         };
         let slot = &self.slots[i];
@@ -139,7 +179,7 @@ impl<T, const N: usize> Pool<T, N> {
                 core::hint::spin_loop();
             }
         }
-        // SAFETY: the index came off the free list, so by the type invariant the value is
+        // SAFETY: we claimed the slot, so by the type invariant the value is
         // uninitialised and nobody else accesses it: racing readers' gets fail on the
         // dead count and never reach the value.
         slot.value.with_mut(|p| unsafe { (*p).write(value) });
@@ -186,13 +226,21 @@ impl<T, const N: usize> Pool<T, N> {
 
     /// Drops the last reference's value and frees the slot.
     fn destroy(&self, index: usize) {
+        /// Frees the slot when dropped: after the value's drop, or while unwinding from
+        /// a panic in it (the value then counts as dropped; the slot is not lost).
+        struct FreeOnDrop<'a, T, const N: usize>(&'a Pool<T, N>, usize);
+        impl<T, const N: usize> Drop for FreeOnDrop<'_, T, N> {
+            fn drop(&mut self) {
+                self.0.in_use.fetch_sub(1, Ordering::Relaxed);
+                self.0.free.release(self.1);
+            }
+        }
+        let _free = FreeOnDrop(self, index);
         // SAFETY: our put moved the count to DEAD, so by the type invariant we are the one
         // caller that drops this value, no handle remains, and later gets fail.
         self.slots[index]
             .value
             .with_mut(|p| unsafe { (*p).assume_init_drop() });
-        self.in_use.fetch_sub(1, Ordering::Relaxed);
-        self.free.push(index);
     }
 }
 
@@ -206,9 +254,9 @@ impl<T, const N: usize> Default for Pool<T, N> {
 /// A counted reference to a pooled object. Cloning takes another reference; dropping
 /// the last one drops the value and frees the slot for immediate reuse.
 ///
-/// # Invariants
-/// `index < N`, and this handle owns one reference counted in that slot's `refs`.
 pub struct Handle<'p, T, const N: usize> {
+    // INVARIANT: `index < N`, and this handle owns one reference counted in that slot's
+    // `refs`.
     pool: &'p Pool<T, N>,
     index: u32,
     _not_send_unless: PhantomData<&'p T>,
@@ -277,9 +325,9 @@ impl<T: core::fmt::Debug, const N: usize> core::fmt::Debug for Handle<'_, T, N> 
 /// it: an fd-table entry, a hash bucket, a tree link. Readers look it up with
 /// [`get`](Self::get) inside a read section; writers [`replace`](Self::replace) it.
 ///
-/// # Invariants
-/// `cur` is 0 or `index + 1` of a slot in which this cell owns one reference.
 pub struct PoolCell<'p, T, const N: usize> {
+    // INVARIANT: `cur` is 0 or `index + 1` of a slot in which this cell owns one
+    // reference.
     pool: &'p Pool<T, N>,
     cur: AtomicU32,
 }

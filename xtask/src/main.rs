@@ -113,6 +113,11 @@ fn test(args: &[String]) -> Result<(), String> {
         ],
     );
     run.cargo(
+        "host: release-only tests (2^32 forgotten clones of a pool handle)",
+        &["test", "--release", "--test", "pool"],
+        &[],
+    );
+    run.cargo(
         "host: negative controls (broken variants must be caught)",
         &[
             "test",
@@ -125,6 +130,21 @@ fn test(args: &[String]) -> Result<(), String> {
             "torture_pool",
             "--",
             "negative_controls",
+            "--test-threads=1",
+        ],
+        &[
+            ("RUSTFLAGS", "--cfg rcuref_mutants"),
+            ("CARGO_TARGET_DIR", "target/mutants"),
+        ],
+    );
+    run.cargo(
+        "host: preemption injection (threads stopped anywhere / at exact points)",
+        &[
+            "test",
+            "--release",
+            "--test",
+            "preemption",
+            "--",
             "--test-threads=1",
         ],
         &[

@@ -1,0 +1,411 @@
+//! Preemption injection (testing.md item 22): a context stopped between any two of its
+//! instructions, for as long as other work runs, as an RTOS does to a low-priority
+//! task. Two kinds:
+//!
+//! * **arbitrary points** (a signal freezes a thread wherever it is): tortures of the
+//!   grace-period drivers and of pool allocation, run in every `cargo test` on Linux;
+//!   under `--cfg rcuref_mutants` each also runs against the broken variant it must catch.
+//! * **exact points** (mutant builds only: the library's pause hooks): the stop lands
+//!   precisely in the window each bug of the hostile review needed, so each scenario is
+//!   deterministic; each runs against the real code (must pass) and its broken variant
+//!   (must fail).
+#![cfg(all(target_os = "linux", not(miri)))]
+
+#[path = "common/freeze.rs"]
+mod freeze;
+#[path = "cases/rcu.rs"]
+mod rcu_cases;
+
+use freeze::{me, Freezer};
+use rcuref::Pool;
+#[cfg(rcuref_mutants)]
+use rcuref::Rcu;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::SeqCst};
+use std::time::{Duration, Instant};
+
+/// A cheap pseudo-random sequence (no dependency): xorshift.
+fn next_rand(state: &mut u64) -> u64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    *state
+}
+
+/// The reader-age torture (blocking writer, two readers) plus a third context that
+/// does nothing but drive grace periods with `poll`, frozen at arbitrary points over and
+/// over. Returns the torture, for its checks; panics if the writer stalls for a second
+/// while the poller is frozen (a frozen driver must hold nobody up).
+fn rcu_torture_with_frozen_poller(
+    t: &'static rcu_cases::Torture,
+    freezes: u32,
+) -> &'static rcu_cases::Torture {
+    static POLLER: AtomicU64 = AtomicU64::new(0);
+    static STOP: AtomicBool = AtomicBool::new(false);
+    static MAY_EXIT: AtomicBool = AtomicBool::new(false);
+    let freezer = Freezer::new();
+    STOP.store(false, SeqCst);
+    MAY_EXIT.store(false, SeqCst);
+    POLLER.store(0, SeqCst);
+    // On the way out (a failed check included), after whatever was frozen has been
+    // thawed: stop the writer, and only then let the poller end (a signal must never go
+    // to a thread that has ended).
+    struct Finish(&'static rcu_cases::Torture);
+    impl Drop for Finish {
+        fn drop(&mut self) {
+            self.0.stop.store(true, SeqCst);
+            MAY_EXIT.store(true, SeqCst);
+        }
+    }
+    std::thread::scope(|s| {
+        s.spawn(|| t.reader_loop());
+        s.spawn(|| t.reader_loop());
+        s.spawn(|| {
+            POLLER.store(me() as u64, SeqCst);
+            while !STOP.load(SeqCst) {
+                let _ = t.rcu.start_poll().poll();
+            }
+            while !MAY_EXIT.load(SeqCst) {
+                std::thread::yield_now();
+            }
+        });
+        let writer = s.spawn(|| {
+            t.writer(u32::MAX, 0, std::thread::yield_now);
+            STOP.store(true, SeqCst);
+        });
+        let _finish = Finish(t);
+        while POLLER.load(SeqCst) == 0 {
+            std::thread::yield_now();
+        }
+        let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..freezes {
+            std::thread::sleep(Duration::from_micros(next_rand(&mut rng) % 300));
+            let frozen = freezer.freeze(POLLER.load(SeqCst) as libc::pthread_t);
+            let before = t.grace_periods.load(SeqCst);
+            let t0 = Instant::now();
+            let hold = Duration::from_micros(200 + next_rand(&mut rng) % 800);
+            while t0.elapsed() < hold {
+                std::hint::spin_loop();
+            }
+            // While the poller is frozen the writer's own polls must still complete grace
+            // periods (unless it has finished).
+            let t1 = Instant::now();
+            while t.grace_periods.load(SeqCst) == before && !writer.is_finished() {
+                assert!(
+                    t1.elapsed() < Duration::from_secs(2),
+                    "no grace period completed for 2 s while the poller was frozen"
+                );
+                std::thread::yield_now();
+            }
+            drop(frozen);
+        }
+    });
+    t
+}
+
+#[test]
+fn rcu_torture_with_a_poller_frozen_anywhere() {
+    static T: rcu_cases::Torture = rcu_cases::Torture::new();
+    let before = Freezer::count();
+    rcu_torture_with_frozen_poller(&T, 300).check();
+    let freezes = Freezer::count() - before;
+    println!(
+        "{freezes} freezes of the poller, {} grace periods",
+        T.grace_periods.load(SeqCst)
+    );
+    assert!(freezes >= 300, "too few freezes to prove anything");
+}
+
+/// Pool allocation with contexts frozen anywhere: `THREADS` threads allocate values
+/// that name their owner and a serial number, hold each for a moment, and check that it
+/// still holds what they wrote; a slot handed to two owners shows up as a value that
+/// changed under its holder, or as slots left in use at the end. Returns the number of
+/// such violations. (In the broken variant two owners really do write one slot: a data
+/// race, confined to that negative control.)
+fn pool_churn_with_frozen_allocators(freezes: u32) -> u32 {
+    const THREADS: usize = 3;
+    let pool: &'static Pool<AtomicU64, 4> = Box::leak(Box::new(Pool::new()));
+    static VIOLATIONS: AtomicU32 = AtomicU32::new(0);
+    static DONE: AtomicU32 = AtomicU32::new(0);
+    static MAY_EXIT: AtomicBool = AtomicBool::new(false);
+    static STOP: AtomicBool = AtomicBool::new(false);
+    VIOLATIONS.store(0, SeqCst);
+    DONE.store(0, SeqCst);
+    MAY_EXIT.store(false, SeqCst);
+    STOP.store(false, SeqCst);
+    let ids: Vec<AtomicU64> = (0..THREADS).map(|_| AtomicU64::new(0)).collect();
+    let freezer = Freezer::new();
+    std::thread::scope(|s| {
+        for (k, id) in ids.iter().enumerate() {
+            s.spawn(move || {
+                id.store(me() as u64, SeqCst);
+                let mut n = 0u32;
+                while !STOP.load(SeqCst) {
+                    n = n.wrapping_add(1);
+                    let mine = ((k as u64) << 32) | u64::from(n);
+                    let Ok(h) = pool.alloc(AtomicU64::new(mine)) else {
+                        continue;
+                    };
+                    for _ in 0..(n % 16) {
+                        std::hint::spin_loop();
+                    }
+                    if h.load(SeqCst) != mine {
+                        VIOLATIONS.fetch_add(1, SeqCst);
+                    }
+                    drop(h);
+                }
+                DONE.fetch_add(1, SeqCst);
+                // Never end while main may still signal this thread.
+                while !MAY_EXIT.load(SeqCst) {
+                    std::thread::yield_now();
+                }
+            });
+        }
+        while ids.iter().any(|i| i.load(SeqCst) == 0) {
+            std::thread::yield_now();
+        }
+        let mut rng = 0x2545_F491_4F6C_DD1Du64;
+        for _ in 0..freezes {
+            std::thread::sleep(Duration::from_micros(next_rand(&mut rng) % 200));
+            let victim = &ids[(next_rand(&mut rng) % THREADS as u64) as usize];
+            let frozen = freezer.freeze(victim.load(SeqCst) as libc::pthread_t);
+            std::thread::sleep(Duration::from_micros(100 + next_rand(&mut rng) % 400));
+            drop(frozen);
+        }
+        STOP.store(true, SeqCst);
+        while DONE.load(SeqCst) < THREADS as u32 {
+            std::thread::yield_now();
+        }
+        MAY_EXIT.store(true, SeqCst);
+    });
+    VIOLATIONS.load(SeqCst) + u32::from(pool.in_use() != 0)
+}
+
+#[test]
+fn pool_allocation_with_allocators_frozen_anywhere() {
+    let before = Freezer::count();
+    assert_eq!(
+        pool_churn_with_frozen_allocators(300),
+        0,
+        "a slot was owned twice"
+    );
+    let freezes = Freezer::count() - before;
+    println!("{freezes} freezes of allocators");
+    assert!(freezes >= 300, "too few freezes to prove anything");
+}
+
+#[cfg(rcuref_mutants)]
+mod negative_controls {
+    use super::*;
+    use rcuref::mutants::{select, Mutant};
+
+    /// Runs `scenario` with `m` selected; true if it failed (panicked).
+    fn fails_with(m: Mutant, scenario: impl FnOnce() + std::panic::UnwindSafe) -> bool {
+        select(m);
+        let failed = std::panic::catch_unwind(scenario).is_err();
+        select(Mutant::None);
+        failed
+    }
+
+    /// The old try-lock: a poller frozen while holding it stops the writer's grace
+    /// periods, which the torture reports as a stall.
+    #[test]
+    fn catches_the_writer_try_lock_with_a_frozen_poller() {
+        static TS: [rcu_cases::Torture; 5] = [const { rcu_cases::Torture::new() }; 5];
+        let caught = TS.iter().enumerate().any(|(i, t)| {
+            println!("run {}", i + 1);
+            fails_with(Mutant::WriterLock, || {
+                rcu_torture_with_frozen_poller(t, 300).check();
+            })
+        });
+        assert!(
+            caught,
+            "a frozen poller holding the try-lock was not caught in five runs"
+        );
+    }
+
+    /// A claim that checks, then writes: with allocators frozen anywhere, a slot ends up
+    /// with two owners.
+    #[test]
+    fn catches_check_then_claim_with_frozen_allocators() {
+        let caught = (0..5).any(|i| {
+            println!("run {}", i + 1);
+            select(Mutant::CheckThenClaim);
+            let v = pool_churn_with_frozen_allocators(300);
+            select(Mutant::None);
+            v > 0
+        });
+        assert!(caught, "a non-atomic claim was not caught in five runs");
+    }
+}
+
+/// Exact stops: each scenario returns whether it saw the violation its bug causes.
+#[cfg(rcuref_mutants)]
+mod exact_points {
+    use super::freeze::{prepare_stop, resume, stop_at, wait_stopped};
+    use super::*;
+    use rcuref::mutants::{select, set_gp_bits, Mutant, Point};
+
+    fn leaked_rcu() -> &'static Rcu<4> {
+        Box::leak(Box::new(Rcu::new()))
+    }
+
+    /// Runs `scenario` with the real code (must be clean) and with `m` (must violate).
+    fn real_passes_and_catches(m: Mutant, scenario: fn() -> bool) {
+        assert!(!scenario(), "the real code failed the scenario");
+        select(m);
+        let caught = scenario();
+        select(Mutant::None);
+        assert!(caught, "the scenario did not catch {m:?}");
+    }
+
+    /// Item 1: a poller stops right after its scan found nobody online; a reader comes
+    /// online; a writer takes a cookie at the same counter value. Whatever the poller
+    /// does when it resumes must not complete that cookie while the reader is inside.
+    fn stopped_poller_vs_later_cookie() -> bool {
+        let rcu = leaked_rcu();
+        prepare_stop();
+        let poller = std::thread::spawn(move || {
+            stop_at(Point::GpAfterScan);
+            let _ = rcu.start_poll().poll();
+        });
+        assert!(
+            wait_stopped(Duration::from_secs(10)),
+            "the poller never reached its scan"
+        );
+        let reader = rcu.register().unwrap();
+        let guard = reader.lock();
+        let cookie = rcu.start_poll();
+        resume();
+        poller.join().unwrap();
+        let violated = (0..100).any(|_| cookie.poll());
+        drop(guard);
+        assert!(cookie.poll(), "not done after the reader left");
+        violated
+    }
+
+    #[test]
+    fn a_stopped_poller_completes_no_later_grace_period() {
+        real_passes_and_catches(Mutant::StaleFastPath, stopped_poller_vs_later_cookie);
+    }
+
+    /// Item 6: a poller stops in the middle of a step (holding the old try-lock, in the
+    /// broken variant); a writer's `synchronize` must still finish, with no reader
+    /// online. Returns true if the writer made no progress for 500 ms.
+    fn stopped_poller_vs_synchronize() -> bool {
+        let rcu = leaked_rcu();
+        prepare_stop();
+        let poller = std::thread::spawn(move || {
+            stop_at(Point::GpAfterScan);
+            let _ = rcu.start_poll().poll();
+        });
+        assert!(wait_stopped(Duration::from_secs(10)));
+        let mut writer = rcu.register().unwrap();
+        let t0 = Instant::now();
+        let mut stalled = false;
+        writer
+            .synchronize(|| {
+                if !stalled && t0.elapsed() > Duration::from_millis(500) {
+                    stalled = true;
+                    resume(); // let the poller go, so the run can end
+                }
+                std::thread::yield_now();
+            })
+            .unwrap();
+        resume();
+        poller.join().unwrap();
+        stalled
+    }
+
+    #[test]
+    fn a_stopped_poller_holds_up_no_grace_period() {
+        real_passes_and_catches(Mutant::WriterLock, stopped_poller_vs_synchronize);
+    }
+
+    /// The counter's ABA: a driver stops between its scan (at a wait, nobody online) and
+    /// its exchange while the others drive the counter exactly one lap round (here 64
+    /// steps: the width cut to 6 bits) to the same value, with a reader now inside from
+    /// before the flip. The stale exchange would complete that wait; a cookie taken just
+    /// before the flip would then be done while the reader is still inside.
+    fn driver_stopped_for_a_lap() -> bool {
+        set_gp_bits(6);
+        let rcu = leaked_rcu();
+        prepare_stop();
+        let driver = std::thread::spawn(move || {
+            stop_at(Point::GpAfterScan);
+            let _ = rcu.start_poll().poll(); // flips 0 -> 1, scans the wait at 1, stops
+        });
+        assert!(wait_stopped(Duration::from_secs(10)));
+        assert_eq!(rcu.gp_counter(), 1);
+        // One lap, as far as the others can go: back to 0 (one step before the stopped
+        // driver's snapshot). With the lap guard they stop at 63, the last step before
+        // the half the stopped driver registered in.
+        for _ in 0..1000 {
+            let g = rcu.gp_counter();
+            if g == 0 {
+                break;
+            }
+            // Whole grace periods, then exactly up to 0 (a raw target within reach).
+            let cookie = if 64 - g <= 5 {
+                rcu.cookie_from_raw(0)
+            } else {
+                rcu.start_poll()
+            };
+            let _ = cookie.poll();
+        }
+        let at = rcu.gp_counter();
+        assert!(at == 0 || at == 63, "the counter stopped at {at}");
+        let reader = rcu.register().unwrap();
+        let guard = reader.lock(); // phase of `at`: old for the wait at 1
+        let cookie = rcu.start_poll();
+        for _ in 0..10 {
+            let _ = cookie.poll(); // flips to 1 (if at 0) and waits for the reader
+        }
+        resume();
+        driver.join().unwrap();
+        let violated = (0..100).any(|_| cookie.poll());
+        drop(guard);
+        assert!(cookie.poll(), "not done after the reader left");
+        set_gp_bits(32);
+        violated
+    }
+
+    #[test]
+    fn a_driver_stopped_for_a_lap_completes_no_stale_wait() {
+        real_passes_and_catches(Mutant::NoLapGuard, driver_stopped_for_a_lap);
+    }
+
+    /// Free-list ABA (item 4), on the claim flags: an allocator stops after seeing slot 0
+    /// free and before claiming it, while another context allocates and frees that slot
+    /// 65536 times (one full tag period of the old 16-bit tag) and then keeps it. The
+    /// stopped allocator must not get the same slot.
+    fn allocator_stopped_mid_claim() -> bool {
+        let pool: &'static Pool<AtomicU64, 4> = Box::leak(Box::new(Pool::new()));
+        prepare_stop();
+        let stopped = std::thread::spawn(move || {
+            stop_at(Point::AllocAfterProbe);
+            pool.alloc(AtomicU64::new(0xA)).ok()
+        });
+        assert!(wait_stopped(Duration::from_secs(10)));
+        for _ in 0..65_536 {
+            drop(pool.alloc(AtomicU64::new(1)).ok().unwrap());
+        }
+        let b = pool.alloc(AtomicU64::new(0xB)).ok().unwrap();
+        resume();
+        let a = stopped
+            .join()
+            .unwrap()
+            .expect("a free slot was left for it");
+        let violated = a.slot() == b.slot() || b.load(SeqCst) != 0xB;
+        if violated {
+            // The broken variant gave both the same slot: forget one handle so that the
+            // slot is not destroyed twice.
+            std::mem::forget(a);
+        }
+        violated
+    }
+
+    #[test]
+    fn an_allocator_stopped_mid_claim_never_takes_a_live_slot() {
+        real_passes_and_catches(Mutant::CheckThenClaim, allocator_stopped_mid_claim);
+    }
+}

@@ -1,0 +1,11 @@
+//! A published location cannot outlive its pool.
+use rcuref::{Pool, PoolCell};
+
+fn main() {
+    let cell;
+    {
+        let pool: Pool<u32, 2> = Pool::new();
+        cell = PoolCell::new(&pool);
+    }
+    drop(cell);
+}
