@@ -33,6 +33,10 @@ pub enum Mutant {
     NestingIgnored,
     /// RCU: no full fence after a reader announces itself.
     NoReaderFence,
+    /// RCU: the outermost lock stores the slot with `Relaxed`, which ends the release
+    /// sequence of the previous section's unlock: a scan that reads the new value no
+    /// longer orders the previous section's reads before reclamation.
+    RelaxedLockStore,
     /// RCU: grace periods complete at once without waiting for readers ("busted" RCU).
     BustedGracePeriod,
     /// RCU: the old idle fast path: a scan that finds no reader online stores the target

@@ -128,9 +128,12 @@ mod cs_u64 {
     }
 }
 
-/// A reader leaving its section: a `Release` store of `v`, or, under
-/// `rcuref_unsafe_assume_single_core`, a compiler fence and a relaxed store (the same
-/// single-core argument as [`reader_fence`]).
+/// Every store to a reader slot (entering, nesting, leaving a section): a `Release`
+/// store of `v`, or, under `rcuref_unsafe_assume_single_core`, a compiler fence and a
+/// relaxed store (the same single-core argument as [`reader_fence`]). Release on every
+/// store, not only on leaving: a grace period's scan may read any of them, and must then
+/// still synchronise with the end of the slot's previous section (a relaxed store would
+/// end that release sequence).
 #[inline(always)]
 pub(crate) fn reader_release_store(a: &AtomicU32, v: u32) {
     #[cfg(all(not(loom), rcuref_unsafe_assume_single_core))]

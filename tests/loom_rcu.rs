@@ -253,6 +253,65 @@ fn blocking_and_polling_writers() {
     });
 }
 
+/// A reader leaves its section and at once enters another (or, as a handler would,
+/// gives its slot up and reads through `Rcu::read`, which claims one again), while a
+/// writer unpublishes what the first section read and reclaims after a cookie. A scan
+/// that reads the second section's slot value must still order the first section's
+/// read before the reclaim. (Found by a hostile review: with a relaxed store on entry,
+/// nothing did.)
+fn reader_reenters_with(via_rcu_read: bool) {
+    model(3, move || {
+        let w = World::new();
+        let r = w.clone();
+        let t = thread::spawn(move || {
+            let reader = r.rcu.register().unwrap();
+            reader.read(|_| r.read_current());
+            if via_rcu_read {
+                drop(reader);
+                r.rcu.read(|_| ()).unwrap();
+            } else {
+                drop(reader.lock());
+            }
+        });
+        let _ = w.rcu.cookie_from_raw(2).poll(); // a grace period under way: phases differ
+        let old = w.current.swap(1, Ordering::AcqRel);
+        let cookie = w.rcu.start_poll();
+        if cookie.poll() {
+            // SAFETY: (test) loom checks this write against the reader's read.
+            w.bufs[old].with_mut(|p| unsafe { *p = FREED });
+        }
+        t.join().unwrap();
+    });
+}
+
+fn reader_reenters_its_section() {
+    reader_reenters_with(false);
+}
+
+fn reader_reenters_through_rcu_read() {
+    reader_reenters_with(true);
+}
+
+#[test]
+fn a_reader_entering_a_new_section_keeps_the_old_one_ordered() {
+    reader_reenters_its_section();
+}
+
+#[test]
+fn a_handler_reclaiming_a_slot_keeps_the_old_section_ordered() {
+    reader_reenters_through_rcu_read();
+}
+
+#[test]
+fn catches_a_relaxed_store_on_entry() {
+    must_catch(Mutant::RelaxedLockStore, reader_reenters_its_section);
+}
+
+#[test]
+fn catches_a_relaxed_store_on_entry_through_rcu_read() {
+    must_catch(Mutant::RelaxedLockStore, reader_reenters_through_rcu_read);
+}
+
 #[test]
 fn reader_never_sees_reclaimed_data() {
     reader_vs_two_updates();

@@ -9,6 +9,11 @@ fn alloc_free_reuse() {
 }
 
 #[test]
+fn the_last_freed_slot_is_reused_first() {
+    cases::the_last_freed_slot_is_reused_first();
+}
+
+#[test]
 fn cell_lookup() {
     cases::cell_lookup();
 }

@@ -23,6 +23,15 @@ use rcuref::Rcu;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::SeqCst};
 use std::time::{Duration, Instant};
 
+/// How many freezes a signal torture applies: 300, or `RCUREF_FREEZES` (mutation
+/// testing runs these tortures once per mutant and turns them down).
+fn freezes() -> u32 {
+    std::env::var("RCUREF_FREEZES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300)
+}
+
 /// A cheap pseudo-random sequence (no dependency): xorshift.
 fn next_rand(state: &mut u64) -> u64 {
     *state ^= *state << 13;
@@ -106,13 +115,13 @@ fn rcu_torture_with_frozen_poller(
 fn rcu_torture_with_a_poller_frozen_anywhere() {
     static T: rcu_cases::Torture = rcu_cases::Torture::new();
     let before = Freezer::count();
-    rcu_torture_with_frozen_poller(&T, 300).check();
-    let freezes = Freezer::count() - before;
+    rcu_torture_with_frozen_poller(&T, freezes()).check();
+    let done = Freezer::count() - before;
     println!(
-        "{freezes} freezes of the poller, {} grace periods",
+        "{done} freezes of the poller, {} grace periods",
         T.grace_periods.load(SeqCst)
     );
-    assert!(freezes >= 300, "too few freezes to prove anything");
+    assert!(done >= u64::from(freezes()), "too few freezes to prove anything");
 }
 
 /// Pool allocation with contexts frozen anywhere: `THREADS` threads allocate values
@@ -184,13 +193,13 @@ fn pool_churn_with_frozen_allocators(freezes: u32) -> u32 {
 fn pool_allocation_with_allocators_frozen_anywhere() {
     let before = Freezer::count();
     assert_eq!(
-        pool_churn_with_frozen_allocators(300),
+        pool_churn_with_frozen_allocators(freezes()),
         0,
         "a slot was owned twice"
     );
-    let freezes = Freezer::count() - before;
-    println!("{freezes} freezes of allocators");
-    assert!(freezes >= 300, "too few freezes to prove anything");
+    let done = Freezer::count() - before;
+    println!("{done} freezes of allocators");
+    assert!(done >= u64::from(freezes()), "too few freezes to prove anything");
 }
 
 #[cfg(rcuref_mutants)]
@@ -214,7 +223,7 @@ mod negative_controls {
         let caught = TS.iter().enumerate().any(|(i, t)| {
             println!("run {}", i + 1);
             fails_with(Mutant::WriterLock, || {
-                rcu_torture_with_frozen_poller(t, 300).check();
+                rcu_torture_with_frozen_poller(t, freezes()).check();
             })
         });
         assert!(
@@ -230,7 +239,7 @@ mod negative_controls {
         let caught = (0..5).any(|i| {
             println!("run {}", i + 1);
             select(Mutant::CheckThenClaim);
-            let v = pool_churn_with_frozen_allocators(300);
+            let v = pool_churn_with_frozen_allocators(freezes());
             select(Mutant::None);
             v > 0
         });

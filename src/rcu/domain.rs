@@ -13,8 +13,8 @@ pub enum RcuError {
     NoFreeSlot,
     /// A blocking wait was asked for from inside a read section: it would wait for
     /// itself forever. Reported when the waiting reader's own section is open (a leaked
-    /// guard) and, in debug builds with feature `std`, when any reader of the calling
-    /// thread is inside a section.
+    /// guard) and, in debug builds with feature `std`, when another reader of the same
+    /// domain on the calling thread is inside a section.
     InReadSection,
     /// A reader, cookie or guard of one domain was used with another domain.
     OtherDomain,
@@ -103,6 +103,9 @@ pub struct Rcu<const N: usize> {
     /// The try-lock of the old design, kept only as a broken variant (`WriterLock`).
     #[cfg(any(loom, rcuref_mutants))]
     writer: AtomicBool,
+    /// A process-unique number for the per-thread section tracking (see `section_key`).
+    #[cfg(all(feature = "std", debug_assertions, not(loom)))]
+    serial: open_sections::Serial,
     claims: [AtomicBool; N],
     slots: [AtomicU32; N],
 }
@@ -123,6 +126,8 @@ impl<const N: usize> Rcu<N> {
             stepping: [const { AtomicU32::new(0) }; 2],
             #[cfg(rcuref_mutants)]
             writer: AtomicBool::new(false),
+            #[cfg(all(feature = "std", debug_assertions))]
+            serial: open_sections::Serial::new(),
             claims: [const { AtomicBool::new(false) }; N],
             slots: [const { AtomicU32::new(0) }; N],
         }
@@ -221,10 +226,17 @@ impl<const N: usize> Rcu<N> {
         self.claims.iter().filter(|c| c.load(Relaxed)).count()
     }
 
-    /// The domain's identity for the per-thread section tracking.
+    /// The domain's identity for the per-thread section tracking: its address and a
+    /// number unique in the process (so a domain at the address of a freed one, whose
+    /// leaked sections a thread may still count, is a different domain). Both only in
+    /// builds that track sections.
     #[inline(always)]
-    fn id(&self) -> usize {
-        self as *const Self as usize
+    fn section_key(&self) -> (usize, u32) {
+        #[cfg(all(feature = "std", debug_assertions, not(loom)))]
+        let id = self.serial.get();
+        #[cfg(not(all(feature = "std", debug_assertions, not(loom))))]
+        let id = 0;
+        (self as *const Self as usize, id)
     }
 
     /// The number of reader slots, `N`.
@@ -434,13 +446,21 @@ impl<'d, const N: usize> Reader<'d, N> {
         let v = slot.load(Relaxed);
         if v == 0 {
             let p = phase(self.rcu.gp.load(Relaxed));
-            slot.store(ONE_LEVEL | p, Relaxed);
+            if mutant!(RelaxedLockStore) {
+                slot.store(ONE_LEVEL | p, Relaxed);
+            } else {
+                // Release, like every store to a slot: a scan that reads this value
+                // (rather than the 0 of the previous section's unlock) must still
+                // synchronise with everything before it, the previous section's reads
+                // included. A relaxed store would end the unlock's release sequence.
+                crate::sync::reader_release_store(slot, ONE_LEVEL | p);
+            }
             if !mutant!(NoReaderFence) {
                 crate::sync::reader_fence();
             }
-            open_sections::entered(self.rcu.id());
+            open_sections::entered(self.rcu.section_key());
         } else if v < STICKY {
-            slot.store(v + ONE_LEVEL, Relaxed);
+            crate::sync::reader_release_store(slot, v + ONE_LEVEL);
         }
         Guard {
             reader: self,
@@ -487,7 +507,7 @@ impl<'d, const N: usize> Reader<'d, N> {
 
     /// `Err(InReadSection)` if a blocking wait from here would wait for itself.
     pub(crate) fn check_can_wait(&self) -> Result<(), RcuError> {
-        if self.in_read_section() || open_sections::any(self.rcu.id()) {
+        if self.in_read_section() || open_sections::any(self.rcu.section_key()) {
             return Err(RcuError::InReadSection);
         }
         Ok(())
@@ -519,7 +539,7 @@ impl<const N: usize> Drop for Reader<'_, N> {
             // borrow of the reader that has ended: ending the section is sound, and
             // leaving it open would stall every later grace period of the domain.
             crate::sync::reader_release_store(slot, 0);
-            open_sections::left(self.rcu.id());
+            open_sections::left(self.rcu.section_key());
         }
         self.rcu.claims[self.slot].store(false, Release);
     }
@@ -556,9 +576,9 @@ impl<const N: usize> Drop for Guard<'_, '_, N> {
         if v < 2 * ONE_LEVEL || mutant!(NestingIgnored) {
             // Outermost: the section's loads happen before a writer's Acquire sees 0.
             crate::sync::reader_release_store(slot, 0);
-            open_sections::left(self.reader.rcu.id());
+            open_sections::left(self.reader.rcu.section_key());
         } else if v < STICKY {
-            slot.store(v - ONE_LEVEL, Relaxed);
+            crate::sync::reader_release_store(slot, v - ONE_LEVEL);
         }
     }
 }
@@ -580,20 +600,47 @@ pub const DETECTS_WAIT_IN_OTHER_SECTION: bool =
 
 /// Debug builds with feature `std`: how many read sections the current thread has open
 /// in each domain, so a blocking wait from inside one (of any reader of that domain) is
-/// an error instead of a deadlock. Keyed by the domain's address; up to `DOMAINS`
-/// domains per thread are tracked at once (a thread inside sections of more domains
-/// than that goes undetected in the extra ones, never falsely reported).
+/// an error instead of a deadlock. Keyed by the domain's address and process-unique
+/// number; up to `DOMAINS` domains per thread are tracked at once (a thread inside
+/// sections of more domains than that goes undetected in the extra ones, never falsely
+/// reported).
 #[cfg(all(feature = "std", debug_assertions, not(loom)))]
 mod open_sections {
     use core::cell::Cell;
+    use portable_atomic::{AtomicU32, Ordering::Relaxed};
 
     const DOMAINS: usize = 4;
 
-    std::thread_local! {
-        static OPEN: [Cell<(usize, u32)>; DOMAINS] = const { [const { Cell::new((0, 0)) }; DOMAINS] };
+    /// A domain's process-unique number, given out on first use.
+    pub(super) struct Serial(AtomicU32);
+
+    impl Serial {
+        pub(super) const fn new() -> Self {
+            Serial(AtomicU32::new(0))
+        }
+
+        pub(super) fn get(&self) -> u32 {
+            static NEXT: AtomicU32 = AtomicU32::new(1);
+            let v = self.0.load(Relaxed);
+            if v != 0 {
+                return v;
+            }
+            let mine = NEXT.fetch_add(1, Relaxed);
+            match self.0.compare_exchange(0, mine, Relaxed, Relaxed) {
+                Ok(_) => mine,
+                Err(theirs) => theirs,
+            }
+        }
     }
 
-    pub(super) fn entered(domain: usize) {
+    type Key = (usize, u32);
+
+    std::thread_local! {
+        static OPEN: [Cell<(Key, u32)>; DOMAINS] =
+            const { [const { Cell::new(((0, 0), 0)) }; DOMAINS] };
+    }
+
+    pub(super) fn entered(domain: Key) {
         OPEN.with(|t| {
             if let Some(e) = t.iter().find(|e| e.get().0 == domain && e.get().1 != 0) {
                 e.set((domain, e.get().1.saturating_add(1)));
@@ -603,7 +650,7 @@ mod open_sections {
         });
     }
 
-    pub(super) fn left(domain: usize) {
+    pub(super) fn left(domain: Key) {
         OPEN.with(|t| {
             if let Some(e) = t.iter().find(|e| e.get().0 == domain && e.get().1 != 0) {
                 e.set((domain, e.get().1 - 1));
@@ -611,7 +658,7 @@ mod open_sections {
         });
     }
 
-    pub(super) fn any(domain: usize) -> bool {
+    pub(super) fn any(domain: Key) -> bool {
         OPEN.with(|t| t.iter().any(|e| e.get().0 == domain && e.get().1 != 0))
     }
 }
@@ -620,11 +667,11 @@ mod open_sections {
 #[cfg(not(all(feature = "std", debug_assertions, not(loom))))]
 mod open_sections {
     #[inline(always)]
-    pub(super) fn entered(_: usize) {}
+    pub(super) fn entered(_: (usize, u32)) {}
     #[inline(always)]
-    pub(super) fn left(_: usize) {}
+    pub(super) fn left(_: (usize, u32)) {}
     #[inline(always)]
-    pub(super) fn any(_: usize) -> bool {
+    pub(super) fn any(_: (usize, u32)) -> bool {
         false
     }
 }

@@ -11,11 +11,11 @@
 //! slot = 0                    offline (not in a read section)
 //! slot = nesting << 1 | phase online since the outermost lock, which saw `phase`
 //!
-//! lock (outermost):  slot = 1 << 1 | phase(gp)     (relaxed loads/stores)
-//!                    fence(SeqCst)                  <- the one fence on multi-core
-//! lock (nested):     slot += 2
-//! unlock (nested):   slot -= 2
-//! unlock (outer):    slot = 0                       (Release)
+//! lock (outermost):  slot = 1 << 1 | phase(gp)     (relaxed load of gp, Release store)
+//!                    fence(SeqCst)                  <- the one full fence on multi-core
+//! lock (nested):     slot += 2                      (Release store)
+//! unlock (nested):   slot -= 2                      (Release store)
+//! unlock (outer):    slot = 0                       (Release store)
 //! ```
 //!
 //! `gp` advances one step at a time and a grace period is four steps:
@@ -91,14 +91,21 @@
 //! * Reader `unlock`: `Release` store of 0, paired with the scan's `Acquire` load of
 //!   the slot, and the step's `SeqCst` exchange with the cookie's `Acquire` check: the
 //!   section's loads happen before whatever the cookie's holder does next (reclaiming).
+//! * **Every** store to a slot is `Release`, not only the unlock: a scan may read the
+//!   value of the *next* section (the reader re-entered at once, or a handler claimed
+//!   the slot again through [`Rcu::read`]), and a relaxed store there would end the
+//!   unlock's release sequence, leaving the previous section's reads unordered before
+//!   the reclaim (a data race in Rust's memory model; found by a hostile review, shown
+//!   by Miri and loom, and kept as `Mutant::RelaxedLockStore`). On x86 a release store
+//!   is a plain `mov`; on Arm and RISC-V it adds a barrier before the store.
 //! * Publishing a pointer ([`RcuCell::replace`]): `AcqRel` swap; readers load it with
 //!   `Acquire`, so the pointee's initialisation is visible.
 //!
 //! # Cost
 //!
-//! Outermost lock: a load of `gp`, a store, and one full fence (`mfence`/`lock or` on
-//! x86, `dmb` on Arm, `fence rw,rw` on RISC-V); nested lock and unlock: a load and a
-//! store. On a single core the binary may set `--cfg rcuref_unsafe_assume_single_core`
+//! Outermost lock: a load of `gp`, a release store, and one full fence (`mfence`/`lock
+//! or` on x86, `dmb` on Arm, `fence rw,rw` on RISC-V); nested lock and unlock: a load and
+//! a release store. On a single core the binary may set `--cfg rcuref_unsafe_assume_single_core`
 //! (the name says what it asserts), which turns the fence into a compiler fence: an
 //! interrupt handler runs on the same core, after everything the code it interrupted
 //! has executed. A grace period with no reader in the way: four compare-exchanges, two

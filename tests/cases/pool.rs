@@ -49,6 +49,21 @@ pub fn alloc_free_reuse() {
     assert_eq!(POOL.in_use(), 0);
 }
 
+/// The most recently freed slot is the one allocated next (it is warm in the cache),
+/// even when a lower slot is free too.
+pub fn the_last_freed_slot_is_reused_first() {
+    static POOL: Pool<u32, 4> = Pool::new();
+    let a = POOL.alloc(1).ok().unwrap();
+    let b = POOL.alloc(2).ok().unwrap();
+    let c = POOL.alloc(3).ok().unwrap();
+    let c_slot = c.slot();
+    drop(a);
+    drop(c);
+    let d = POOL.alloc(4).ok().unwrap();
+    assert_eq!(d.slot(), c_slot, "the last freed slot was not reused first");
+    drop((b, d));
+}
+
 /// A location owns a reference; lookups inside a section get the object it names.
 pub fn cell_lookup() {
     static RCU: Rcu<2> = Rcu::new();

@@ -5,9 +5,11 @@
 //! * `demo`  — the main demo.
 //! * `qemu-run` — cargo's runner for the embedded targets (see `qemu.rs`).
 //! * `size`  — code size of the hot paths per embedded target.
+//! * `mutants` — mutation testing of the library (see `mutants.rs`).
 
 mod bench;
 mod install;
+mod mutants;
 mod qemu;
 mod size;
 mod steps;
@@ -26,6 +28,11 @@ const USAGE: &str = "usage: cargo xtask <command>
   bench [--quick]
            run the benchmarks, write docs/bench/REPORT.md and SVG charts
            (RCUREF_BENCH_THREADS=1,2,4,8,16 sets the contended thread counts)
+  mutants [CARGO-MUTANTS FILTERS]
+           mutation testing of src/ with cargo-mutants (installed if missing): host
+           tests, then loom on the survivors; every survivor must be listed with a
+           reason in mutants-equivalent.md (about two hours on 2 cores; filters such as
+           `-f src/pool/free_map.rs` narrow it)
   size [--save]
            code size of the hot paths per embedded target (release), compared with
            docs/size-baseline.tsv (--save rewrites it)
@@ -49,6 +56,7 @@ fn main() -> ExitCode {
         Some("qemu-run") => qemu::run(&args[1..]),
         Some("size") => size::run(&args[1..]),
         Some("bench") => bench::bench(&args[1..]),
+        Some("mutants") => mutants::run(&args[1..]),
         Some("-h" | "--help") => {
             println!("{USAGE}");
             Ok(())

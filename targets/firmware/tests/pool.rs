@@ -23,6 +23,11 @@ mod tests {
     }
 
     #[test]
+    fn the_last_freed_slot_is_reused_first() {
+        cases::the_last_freed_slot_is_reused_first();
+    }
+
+    #[test]
     fn cell_lookup() {
         cases::cell_lookup();
     }

@@ -88,9 +88,9 @@ mod tests {
         use rcuref_firmware::tick;
 
         pub static READERS: Torture = Torture::new();
-        /// Interrupts that landed while the writer was inside `synchronize`. (Not an
-        /// odd counter: with readers only in the handler, no reader is ever online while
-        /// the thread writer runs, so its grace periods take the one-store idle path.)
+        /// Interrupts that landed while the writer was inside `synchronize` (a flag the
+        /// writer sets: with readers only in the handler, no reader is ever online while
+        /// the thread writer runs, so the counter alone would not show it).
         pub static MID_GP: AtomicU32 = AtomicU32::new(0);
 
         fn read_in_handler() {

@@ -1,0 +1,251 @@
+//! `cargo xtask mutants`: mutation testing of the library (`src/`) with cargo-mutants.
+//!
+//! Two passes, because the loom models need their own build (`--cfg loom`):
+//! 1. every mutant against the host tests, in a mutant build (`--cfg rcuref_mutants`, so
+//!    the exact-point preemption tests and the negative controls run too; the signal
+//!    tortures are turned down to `RCUREF_FREEZES=20` freezes);
+//! 2. the mutants that survived pass 1, against the loom models.
+//!
+//! A mutant that survives both must be listed in `mutants-equivalent.md` with why it is
+//! equivalent (keyed by file and description, without line numbers, which move); the
+//! command fails on any survivor that is not listed, and reports entries that no longer
+//! survive. It prints the score and writes it to `target/mutants/summary.txt`.
+//! Settings: `.cargo/mutants.toml` (pass 1) and `.cargo/mutants-loom.toml` (pass 2).
+
+use crate::steps::workspace_root;
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const VERSION: &str = "27.1.0";
+
+pub fn run(args: &[String]) -> Result<(), String> {
+    // Extra arguments (e.g. `-f src/pool/free_map.rs` or `-F <regex>`) narrow pass 1.
+    let narrow: Vec<&str> = args.iter().map(String::as_str).collect();
+    install()?;
+    let root = workspace_root();
+    let out = root.join("target/mutants");
+    let _ = fs::remove_dir_all(&out);
+    fs::create_dir_all(&out).map_err(|e| e.to_string())?;
+
+    let mut host = vec!["mutants", "-p", "rcuref", "--no-shuffle", "-o"];
+    let host_out = out.join("host");
+    let host_out_s = host_out.display().to_string();
+    host.push(&host_out_s);
+    host.extend(&narrow);
+    cargo_mutants(
+        "pass 1: host tests (mutant build)",
+        &host,
+        &[
+            ("RUSTFLAGS", "--cfg rcuref_mutants"),
+            ("CARGO_TARGET_DIR", "target/cm-host"),
+            ("RCUREF_FREEZES", "20"),
+        ],
+    )?;
+    let pass1 = Outcomes::read(&host_out)?;
+    let mut survivors = pass1.missed.clone();
+    let mut loom_killed = 0;
+    if !survivors.is_empty() {
+        let loom_out = out.join("loom");
+        let loom_out_s = loom_out.display().to_string();
+        let res: Vec<String> = survivors
+            .iter()
+            .map(|m| format!("^{}$", regex_escape(m)))
+            .collect();
+        let mut loom = vec![
+            "mutants",
+            "--config",
+            ".cargo/mutants-loom.toml",
+            "-p",
+            "rcuref",
+            "--no-shuffle",
+            "-o",
+            &loom_out_s,
+        ];
+        for r in &res {
+            loom.push("-F");
+            loom.push(r);
+        }
+        cargo_mutants(
+            "pass 2: loom models, on the survivors",
+            &loom,
+            &[
+                ("RUSTFLAGS", "--cfg loom"),
+                ("CARGO_TARGET_DIR", "target/cm-loom"),
+            ],
+        )?;
+        let pass2 = Outcomes::read(&loom_out)?;
+        loom_killed = pass2.caught.len() + pass2.timeout.len();
+        survivors = pass2.missed;
+    }
+
+    let listed = equivalents(&root.join("mutants-equivalent.md"))?;
+    let mut unlisted = Vec::new();
+    let mut used: BTreeMap<String, usize> = BTreeMap::new();
+    for m in &survivors {
+        let key = key(m);
+        if listed.contains_key(&key) {
+            *used.entry(key).or_default() += 1;
+        } else {
+            unlisted.push(m.clone());
+        }
+    }
+    let stale: Vec<&String> = listed.keys().filter(|k| !used.contains_key(*k)).collect();
+
+    let total = pass1.total();
+    let viable = total - pass1.unviable.len();
+    let killed = pass1.caught.len() + pass1.timeout.len() + loom_killed;
+    let equivalent = survivors.len() - unlisted.len();
+    let score = if viable > equivalent {
+        100.0 * killed as f64 / (viable - equivalent) as f64
+    } else {
+        100.0
+    };
+    let summary = format!(
+        "mutants: {total} generated, {} unviable (do not compile), {viable} viable\n\
+         killed: {killed} ({} by the host tests, {} of them by timeout; {loom_killed} more by loom)\n\
+         survived: {} ({equivalent} listed as equivalent in mutants-equivalent.md, {} not listed)\n\
+         score: {score:.1}% of the non-equivalent viable mutants killed\n",
+        pass1.unviable.len(),
+        pass1.caught.len() + pass1.timeout.len(),
+        pass1.timeout.len(),
+        survivors.len(),
+        unlisted.len(),
+    );
+    println!("\n==== mutants summary ====\n{summary}");
+    let mut report = summary.clone();
+    for m in &unlisted {
+        println!("NOT LISTED: {m}");
+        report.push_str(&format!("not listed: {m}\n"));
+    }
+    for k in &stale {
+        println!("stale entry (no longer survives): {k}");
+        report.push_str(&format!("stale entry: {k}\n"));
+    }
+    fs::write(out.join("summary.txt"), report).map_err(|e| e.to_string())?;
+    if !narrow.is_empty() {
+        println!("(a narrowed run: the score covers only the mutants it selected)");
+    }
+    if unlisted.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} surviving mutant(s) neither killed nor listed in mutants-equivalent.md",
+            unlisted.len()
+        ))
+    }
+}
+
+/// Installs cargo-mutants if it is missing (about two minutes here).
+fn install() -> Result<(), String> {
+    let have = Command::new("cargo")
+        .args(["mutants", "--version"])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if have {
+        return Ok(());
+    }
+    println!("install: cargo install cargo-mutants --locked --version {VERSION}");
+    let st = Command::new("cargo")
+        .args(["install", "cargo-mutants", "--locked", "--version", VERSION])
+        .status()
+        .map_err(|e| e.to_string())?;
+    if st.success() {
+        Ok(())
+    } else {
+        Err("cargo install cargo-mutants failed".into())
+    }
+}
+
+/// Runs one cargo-mutants pass with its output on the console. Exit codes 0 (all
+/// caught), 2 (some missed) and 3 (some timed out) are results; anything else (a failed
+/// baseline, a usage error) is an error.
+fn cargo_mutants(name: &str, args: &[&str], env: &[(&str, &str)]) -> Result<(), String> {
+    println!("== {name}");
+    let mut cmd = Command::new("cargo");
+    cmd.args(args).current_dir(workspace_root());
+    cmd.env_remove("RUSTFLAGS").env_remove("CARGO_TARGET_DIR");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let st = cmd.status().map_err(|e| format!("cargo mutants: {e}"))?;
+    match st.code() {
+        Some(0 | 2 | 3) => Ok(()),
+        _ => Err(format!("{name}: cargo mutants failed ({st})")),
+    }
+}
+
+/// The outcome lists cargo-mutants writes.
+struct Outcomes {
+    caught: Vec<String>,
+    missed: Vec<String>,
+    timeout: Vec<String>,
+    unviable: Vec<String>,
+}
+
+impl Outcomes {
+    fn read(dir: &Path) -> Result<Self, String> {
+        let list = |f: &str| -> Result<Vec<String>, String> {
+            let p: PathBuf = dir.join("mutants.out").join(f);
+            let text = fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+            Ok(text
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(str::to_string)
+                .collect())
+        };
+        Ok(Outcomes {
+            caught: list("caught.txt")?,
+            missed: list("missed.txt")?,
+            timeout: list("timeout.txt")?,
+            unviable: list("unviable.txt")?,
+        })
+    }
+
+    fn total(&self) -> usize {
+        self.caught.len() + self.missed.len() + self.timeout.len() + self.unviable.len()
+    }
+}
+
+/// A mutant's name without its line and column: `src/x.rs: replace a with b in f`.
+fn key(name: &str) -> String {
+    let mut parts = name.splitn(4, ':');
+    let file = parts.next().unwrap_or_default();
+    let _line = parts.next();
+    let _col = parts.next();
+    format!("{file}:{}", parts.next().unwrap_or_default())
+}
+
+/// The keys listed in the equivalents file: lines `- `<key>` — reason`.
+fn equivalents(path: &Path) -> Result<BTreeMap<String, String>, String> {
+    let text = fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut map = BTreeMap::new();
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix("- `") else {
+            continue;
+        };
+        let Some((k, reason)) = rest.split_once('`') else {
+            continue;
+        };
+        let reason = reason.trim_start_matches([' ', ':', '—', '-']).trim();
+        if reason.is_empty() {
+            return Err(format!("{}: `{k}` has no reason", path.display()));
+        }
+        map.insert(k.to_string(), reason.to_string());
+    }
+    Ok(map)
+}
+
+/// Escapes regex metacharacters (cargo-mutants' `-F` takes a regex).
+fn regex_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() * 2);
+    for c in s.chars() {
+        if "\\.+*?()|[]{}^$#&-~".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
