@@ -25,6 +25,7 @@ pub mod mutants;
 
 pub mod file_ref;
 mod log;
+mod pad;
 pub mod pool;
 pub mod rcu;
 
@@ -32,5 +33,6 @@ pub mod rcu;
 pub use file_ref::FileRef64;
 pub use file_ref::{FileRef, FileRef32};
 pub use log::{set_warning_hook, warning_count, Warning};
+pub use pad::CACHE_PADDED;
 pub use pool::{Handle, Pool, PoolCell, PoolFull};
 pub use rcu::{DeferQueue, GpCookie, Guard, Rcu, RcuCell, RcuError, Reader, Retired};

@@ -43,6 +43,9 @@ pub enum Mutant {
     /// outright, completing the grace periods of cookies taken after the scan (two
     /// drivers: one scans, a reader comes online, another takes a cookie).
     StaleFastPath,
+    /// RCU, asymmetric mode: grace periods skip the heavy fence, so readers (which have
+    /// only a compiler fence) may announce themselves too late.
+    SkipHeavyFence,
     /// RCU: no lap guard: a context stopped between its scan and its compare-exchange for
     /// exactly one lap of the counter completes a wait on a stale scan (ABA).
     NoLapGuard,

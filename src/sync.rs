@@ -24,16 +24,26 @@ pub(crate) use portable_atomic::AtomicU64;
 #[cfg(not(loom))]
 pub(crate) use portable_atomic::{fence, AtomicBool, AtomicPtr, AtomicU32};
 
-/// The fence a reader issues after announcing itself. A full fence, except when the
-/// binary asserts a single core with `--cfg rcuref_unsafe_assume_single_core`: then a
-/// compiler fence suffices, because writer and readers share one core's program order
-/// (an interrupt is ordered after everything the code it interrupts has executed).
+/// The fence a reader issues after announcing itself. A full fence, except:
+/// * when the binary asserts a single core with `--cfg rcuref_unsafe_assume_single_core`:
+///   then a compiler fence suffices, because writer and readers share one core's program
+///   order (an interrupt is ordered after everything the code it interrupts has
+///   executed);
+/// * in the asymmetric mode (`--cfg rcuref_asymmetric_fence`), where grace periods make
+///   every core execute the barrier instead (`rcu::heavy`).
+///
 /// loom has no compiler fence and models threads, so it always uses the full fence.
 #[inline(always)]
 pub(crate) fn reader_fence() {
-    #[cfg(all(not(loom), rcuref_unsafe_assume_single_core))]
+    #[cfg(all(
+        not(loom),
+        any(rcuref_unsafe_assume_single_core, rcuref_asymmetric_fence)
+    ))]
     core::sync::atomic::compiler_fence(Ordering::SeqCst);
-    #[cfg(not(all(not(loom), rcuref_unsafe_assume_single_core)))]
+    #[cfg(not(all(
+        not(loom),
+        any(rcuref_unsafe_assume_single_core, rcuref_asymmetric_fence)
+    )))]
     fence(Ordering::SeqCst);
 }
 

@@ -109,3 +109,31 @@ fn a_panicking_drop_still_frees_the_slot() {
         .expect("the only slot is free again");
     drop(again);
 }
+
+/// Handles of two pools are never the same object, even in the same slot; `Debug` shows
+/// the slot and the value.
+#[test]
+fn handles_of_two_pools_differ_and_print() {
+    use rcuref::{Handle, Pool};
+    static A: Pool<u32, 2> = Pool::new();
+    static B: Pool<u32, 2> = Pool::new();
+    let (a, b) = (A.alloc(1).ok().unwrap(), B.alloc(1).ok().unwrap());
+    assert_eq!(a.slot(), b.slot());
+    assert!(!Handle::ptr_eq(&a, &b), "handles of two pools named equal");
+    assert!(Handle::ptr_eq(&a, &a.clone()));
+    assert_eq!(format!("{a:?}"), "Handle { slot: 0, value: 1 }");
+}
+
+/// A location owns a reference: dropping the location drops it (and with it the object,
+/// if that was the last).
+#[test]
+fn dropping_a_location_releases_its_reference() {
+    use rcuref::{Pool, PoolCell};
+    let pool: Pool<u32, 2> = Pool::new();
+    {
+        let cell = PoolCell::new(&pool);
+        cell.replace(Some(pool.alloc(1).ok().unwrap()));
+        assert_eq!(pool.in_use(), 1);
+    }
+    assert_eq!(pool.in_use(), 0, "a dropped location kept its object");
+}

@@ -121,7 +121,10 @@ fn rcu_torture_with_a_poller_frozen_anywhere() {
         "{done} freezes of the poller, {} grace periods",
         T.grace_periods.load(SeqCst)
     );
-    assert!(done >= u64::from(freezes()), "too few freezes to prove anything");
+    assert!(
+        done >= u64::from(freezes()),
+        "too few freezes to prove anything"
+    );
 }
 
 /// Pool allocation with contexts frozen anywhere: `THREADS` threads allocate values
@@ -199,7 +202,10 @@ fn pool_allocation_with_allocators_frozen_anywhere() {
     );
     let done = Freezer::count() - before;
     println!("{done} freezes of allocators");
-    assert!(done >= u64::from(freezes()), "too few freezes to prove anything");
+    assert!(
+        done >= u64::from(freezes()),
+        "too few freezes to prove anything"
+    );
 }
 
 #[cfg(rcuref_mutants)]

@@ -23,7 +23,7 @@ fn run(w: &cases::World, rounds: u32) {
     let g = |a: &portable_atomic::AtomicU32| a.load(std::sync::atomic::Ordering::Relaxed);
     let s = w.stats;
     println!(
-        "lookups {} hits {} wrong_key {} torn {} dead {} twice {} allocs {} drops {} exhausted {} high water {}",
+        "lookups {} hits {} wrong_key {} torn {} dead {} twice {} allocs {} drops {} exhausted {}",
         g(&s.lookups),
         g(&s.hits),
         g(&s.wrong_key),
@@ -33,7 +33,6 @@ fn run(w: &cases::World, rounds: u32) {
         g(&s.allocs),
         g(&s.drops),
         g(&s.exhausted),
-        w.pool.high_water()
     );
 }
 

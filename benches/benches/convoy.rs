@@ -73,7 +73,7 @@ fn main() {
     }
     let dur = Duration::from_secs(2);
 
-    let rcu_tree = rcuref_bench::rcu_tree!();
+    let rcu_tree = rcuref_bench::rcu_tree!(&RCU);
     for d in 0..DIRS {
         rcu_tree.mkdir(d, dir_name(d), d as u32);
     }

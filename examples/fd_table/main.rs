@@ -55,6 +55,7 @@ fn main() {
         g(&s.fget_misses)
     );
     println!("  violations:        {} (must be 0)", g(&s.violations));
+    #[cfg(feature = "pool-stats")]
     println!(
         "  pool high water:   {} of {} files",
         t.pool.high_water(),

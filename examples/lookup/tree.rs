@@ -2,11 +2,23 @@
 //! RCU + typesafe pool (readers take no lock) and `RwLock` (readers take the read lock).
 //! The kernfs (`kernfs_dop_revalidate`) and proc (`pid_revalidate`) seeds moved exactly
 //! this kind of lookup from a reader-writer semaphore to RCU.
+//!
+//! The RCU tree offers the two walks of the kernel's path lookup:
+//! * **RCU-walk** ([`RcuTree::lookup`], `LOOKUP_RCU`): resolve the path in a table of
+//!   names published through an [`RcuCell`], inside the read section, writing no shared
+//!   memory at all; take a reference only on the final object, and only when the
+//!   caller needs it past the section ([`RcuTree::open`]), re-checking that it is still
+//!   the object the names pointed at;
+//! * **ref-walk** ([`RcuTree::lookup_ref_walk`]): take a counted reference on the entry at
+//!   every level (get, then re-check) and compare names through it: correct without the
+//!   table, but every step writes a shared count. `open` falls back to it when the
+//!   RCU-walk's answer fails its check (the kernel's `-ECHILD`).
 
 #![allow(dead_code, unreachable_pub)]
 
-use rcuref::{Guard, Pool, PoolCell};
-use std::sync::RwLock;
+use rcuref::{Guard, Handle, Pool, PoolCell, Rcu, RcuCell, Retired};
+use std::collections::VecDeque;
+use std::sync::{Mutex, RwLock};
 
 pub const DIRS: usize = 8;
 pub const FILES_PER_DIR: usize = 8;
@@ -40,71 +52,208 @@ pub struct Node {
     pub ino: u32,
 }
 
-/// The RCU version: every entry is a `PoolCell`; lookups run inside a read section.
+/// An entry of the names table: a name and the inode it resolves to.
+pub type Entry = Option<(Name, u32)>;
+
+/// Every name of the tree with its inode: what RCU-walk resolves a path in.
+#[derive(Clone, Copy)]
+pub struct Names {
+    dirs: [Entry; DIRS],
+    files: [[Entry; FILES_PER_DIR]; DIRS],
+}
+
+impl Names {
+    const EMPTY: Names = Names {
+        dirs: [None; DIRS],
+        files: [[None; FILES_PER_DIR]; DIRS],
+    };
+
+    /// The slot of `dir/file`, if both names are present.
+    fn find(&self, dir: &str, file: &str) -> Option<(usize, usize, u32)> {
+        let d = self
+            .dirs
+            .iter()
+            .position(|e| e.is_some_and(|(n, _)| n.is(dir)))?;
+        let (f, ino) = self.files[d]
+            .iter()
+            .enumerate()
+            .find_map(|(f, e)| e.filter(|(n, _)| n.is(file)).map(|(_, ino)| (f, ino)))?;
+        Some((d, f, ino))
+    }
+}
+
+/// Spare tables for the writer, and the tables it retired (released after a grace
+/// period: a reader may still be resolving a path in one).
+struct Spares {
+    free: Vec<&'static mut Names>,
+    retired: VecDeque<Retired<'static, Names, 4>>,
+}
+
+/// The RCU version: every entry is an object of a typesafe pool owned by a `PoolCell`
+/// (ref-walk reads these), and the names are also published as one table (RCU-walk).
 pub struct RcuTree {
+    rcu: &'static Rcu<4>,
     pool: &'static Pool<Node, NODES>,
     dirs: &'static [PoolCell<'static, Node, NODES>; DIRS],
     files: &'static [[PoolCell<'static, Node, NODES>; FILES_PER_DIR]; DIRS],
+    names: RcuCell<'static, Names, 4>,
+    spares: Mutex<Spares>,
 }
 
-/// Declares the statics of one RCU tree and evaluates to an `RcuTree`.
+/// Declares the statics of one RCU tree (in domain `$rcu`) and evaluates to an `RcuTree`.
 #[macro_export]
 macro_rules! rcu_tree {
-    () => {{
+    ($rcu:expr) => {{
         use $crate::tree::{Node, DIRS, FILES_PER_DIR, NODES};
         static POOL: rcuref::Pool<Node, NODES> = rcuref::Pool::new();
         static D: [rcuref::PoolCell<'static, Node, NODES>; DIRS] =
             [const { rcuref::PoolCell::new(&POOL) }; DIRS];
         static F: [[rcuref::PoolCell<'static, Node, NODES>; FILES_PER_DIR]; DIRS] =
             [const { [const { rcuref::PoolCell::new(&POOL) }; FILES_PER_DIR] }; DIRS];
-        $crate::tree::RcuTree::new(&POOL, &D, &F)
+        $crate::tree::RcuTree::new($rcu, &POOL, &D, &F)
     }};
 }
 
+/// How many names tables the writer cycles through: it waits for a grace period only
+/// when all of them are still retired.
+const TABLES: usize = 8;
+
 impl RcuTree {
-    pub const fn new(
+    pub fn new(
+        rcu: &'static Rcu<4>,
         pool: &'static Pool<Node, NODES>,
         dirs: &'static [PoolCell<'static, Node, NODES>; DIRS],
         files: &'static [[PoolCell<'static, Node, NODES>; FILES_PER_DIR]; DIRS],
     ) -> Self {
-        RcuTree { pool, dirs, files }
+        let mut tables = (0..TABLES).map(|_| Box::leak(Box::new(Names::EMPTY)));
+        let first = tables.next().expect("TABLES > 0");
+        RcuTree {
+            rcu,
+            pool,
+            dirs,
+            files,
+            names: RcuCell::new(rcu, first),
+            spares: Mutex::new(Spares {
+                free: tables.collect(),
+                retired: VecDeque::new(),
+            }),
+        }
     }
 
-    fn put(&self, cell: &PoolCell<'static, Node, NODES>, name: &str, ino: u32) {
-        if let Ok(h) = self.pool.alloc(Node {
+    /// Writer: publishes a changed copy of the names table.
+    fn update_names(&self, change: impl FnOnce(&mut Names)) {
+        let mut sp = self.spares.lock().unwrap();
+        while let Some(r) = sp.retired.pop_front() {
+            match r.try_reclaim() {
+                Ok(t) => sp.free.push(t),
+                Err(r) => {
+                    sp.retired.push_front(r);
+                    break;
+                }
+            }
+        }
+        let table = match sp.free.pop() {
+            Some(t) => t,
+            None => {
+                // Every table is still retired: wait for the oldest (polling: this
+                // writer holds no section, and a poll never blocks).
+                let mut r = sp.retired.pop_front().expect("TABLES > 0");
+                loop {
+                    match r.try_reclaim() {
+                        Ok(t) => break t,
+                        Err(back) => r = back,
+                    }
+                    std::hint::spin_loop();
+                }
+            }
+        };
+        *table = self
+            .rcu
+            .read(|g| *self.names.load(g))
+            .expect("a reader slot");
+        change(table);
+        sp.retired.push_back(self.names.replace(table));
+    }
+
+    fn put(&self, cell: &PoolCell<'static, Node, NODES>, name: &str, ino: u32) -> bool {
+        match self.pool.alloc(Node {
             name: Name::new(name),
             ino,
         }) {
-            drop(cell.replace(Some(h)));
+            Ok(h) => {
+                drop(cell.replace(Some(h)));
+                true
+            }
+            Err(_) => false,
         }
     }
 
     /// Writer: creates or replaces directory `d` (slot `d`).
     pub fn mkdir(&self, d: usize, name: &str, ino: u32) {
-        self.put(&self.dirs[d], name, ino);
+        if self.put(&self.dirs[d], name, ino) {
+            self.update_names(|t| t.dirs[d] = Some((Name::new(name), ino)));
+        }
     }
 
     /// Writer: creates (or, on an occupied slot, renames) file slot `f` of directory `d`.
     /// A rename publishes a new entry for the same inode: readers see the old name or the
-    /// new one, never a torn one.
+    /// new one, never a torn one. The object first, then its name.
     pub fn create(&self, d: usize, f: usize, name: &str, ino: u32) {
-        self.put(&self.files[d][f], name, ino);
+        if self.put(&self.files[d][f], name, ino) {
+            self.update_names(|t| t.files[d][f] = Some((Name::new(name), ino)));
+        }
     }
 
-    /// Writer: removes file slot `f` of directory `d`.
+    /// Writer: removes file slot `f` of directory `d`: the name first, then the object.
     pub fn remove(&self, d: usize, f: usize) {
+        self.update_names(|t| t.files[d][f] = None);
         drop(self.files[d][f].take());
     }
 
-    /// Resolves `dir/file` to an inode number without taking any lock.
+    /// RCU-walk: resolves `dir/file` to an inode number inside the section `g`, reading
+    /// the published names table only: no lock, no reference, no shared write.
     pub fn lookup(&self, dir: &str, file: &str, g: &Guard<'_, '_, 4>) -> Option<u32> {
+        self.names.load(g).find(dir, file).map(|(_, _, ino)| ino)
+    }
+
+    /// Ref-walk: resolves `dir/file` by taking a counted reference on the entry at every
+    /// level (get, then re-check) and comparing names through it.
+    pub fn lookup_ref_walk(&self, dir: &str, file: &str, g: &Guard<'_, '_, 4>) -> Option<u32> {
+        self.open_ref_walk(dir, file, g).map(|n| n.ino)
+    }
+
+    fn open_ref_walk(
+        &self,
+        dir: &str,
+        file: &str,
+        g: &Guard<'_, '_, 4>,
+    ) -> Option<Handle<'static, Node, NODES>> {
         let d = self
             .dirs
             .iter()
             .position(|c| c.get(g).is_some_and(|n| n.name.is(dir)))?;
         self.files[d]
             .iter()
-            .find_map(|c| c.get(g).filter(|n| n.name.is(file)).map(|n| n.ino))
+            .find_map(|c| c.get(g).filter(|n| n.name.is(file)))
+    }
+
+    /// Opens `dir/file` for use past the section: RCU-walk to the entry, then one
+    /// reference on the final object, checked to be the object the names table pointed
+    /// at; if it is not (the writer changed that slot since), ref-walk.
+    pub fn open(
+        &self,
+        dir: &str,
+        file: &str,
+        g: &Guard<'_, '_, 4>,
+    ) -> Option<Handle<'static, Node, NODES>> {
+        if let Some((d, f, ino)) = self.names.load(g).find(dir, file) {
+            if let Some(h) = self.files[d][f].get(g) {
+                if h.ino == ino && h.name.is(file) {
+                    return Some(h);
+                }
+            }
+        }
+        self.open_ref_walk(dir, file, g)
     }
 
     pub fn in_use(&self) -> usize {
@@ -112,8 +261,6 @@ impl RcuTree {
     }
 }
 
-/// One entry of the locked tree: a name and its inode.
-type Entry = Option<(Name, u32)>;
 /// The directories, then each directory's files.
 type Table = ([Entry; DIRS], [[Entry; FILES_PER_DIR]; DIRS]);
 

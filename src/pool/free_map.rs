@@ -83,6 +83,11 @@ impl<const N: usize> FreeMap<N> {
         None
     }
 
+    /// How many slots are claimed now (a snapshot, slot by slot).
+    pub(crate) fn claimed(&self) -> usize {
+        self.taken.iter().filter(|t| t.load(Relaxed)).count()
+    }
+
     /// Gives back slot `i`, which the caller claimed and no longer uses.
     pub(crate) fn release(&self, i: usize) {
         self.taken[i].store(false, Release);

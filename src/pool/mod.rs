@@ -116,8 +116,48 @@ pub struct Pool<T, const N: usize> {
     //   count to DEAD drops the value and releases the slot, exactly once.
     slots: [Slot<T>; N],
     free: FreeMap<N>,
+    /// Occupancy statistics (feature `pool-stats`): two more read-modify-writes per
+    /// allocation and free, which is why they are not on by default.
+    #[cfg(feature = "pool-stats")]
+    stats: Stats,
+}
+
+/// Slots in use and the most ever in use at once (feature `pool-stats`).
+#[cfg(feature = "pool-stats")]
+struct Stats {
     in_use: AtomicU32,
     high_water: AtomicU32,
+}
+
+#[cfg(feature = "pool-stats")]
+impl Stats {
+    #[cfg(not(loom))]
+    const fn new() -> Self {
+        Stats {
+            in_use: AtomicU32::new(0),
+            high_water: AtomicU32::new(0),
+        }
+    }
+
+    #[cfg(loom)]
+    fn new() -> Self {
+        Stats {
+            in_use: AtomicU32::new(0),
+            high_water: AtomicU32::new(0),
+        }
+    }
+
+    fn allocated(&self) {
+        let now = self.in_use.fetch_add(1, Ordering::Relaxed) + 1;
+        // A plain load first: the read-modify-write is needed only on a new record.
+        if now > self.high_water.load(Ordering::Relaxed) {
+            self.high_water.fetch_max(now, Ordering::Relaxed);
+        }
+    }
+
+    fn freed(&self) {
+        self.in_use.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 // SAFETY: the pool hands `&T` to any context through handles (needs `T: Sync`) and
@@ -143,8 +183,8 @@ impl<T, const N: usize> Pool<T, N> {
                 }
             }; N],
             free: FreeMap::new(),
-            in_use: AtomicU32::new(0),
-            high_water: AtomicU32::new(0),
+            #[cfg(feature = "pool-stats")]
+            stats: Stats::new(),
         }
     }
 
@@ -157,8 +197,8 @@ impl<T, const N: usize> Pool<T, N> {
                 value: UnsafeCell::new(MaybeUninit::uninit()),
             }),
             free: FreeMap::new(),
-            in_use: AtomicU32::new(0),
-            high_water: AtomicU32::new(0),
+            #[cfg(feature = "pool-stats")]
+            stats: Stats::new(),
         }
     }
 
@@ -185,11 +225,8 @@ impl<T, const N: usize> Pool<T, N> {
         slot.value.with_mut(|p| unsafe { (*p).write(value) });
         // INVARIANT: the value is initialised; publish the count last (Release).
         slot.refs.init(1);
-        let now = self.in_use.fetch_add(1, Ordering::Relaxed) + 1;
-        // A plain load first: the read-modify-write is needed only on a new record.
-        if now > self.high_water.load(Ordering::Relaxed) {
-            self.high_water.fetch_max(now, Ordering::Relaxed);
-        }
+        #[cfg(feature = "pool-stats")]
+        self.stats.allocated();
         Ok(Handle {
             pool: self,
             index: i as u32,
@@ -197,14 +234,16 @@ impl<T, const N: usize> Pool<T, N> {
         })
     }
 
-    /// Slots in use now.
+    /// Slots in use now: a count of the claimed slots, O(N) (diagnostics; exact when no
+    /// allocation or free runs at the same time).
     pub fn in_use(&self) -> usize {
-        self.in_use.load(Ordering::Relaxed) as usize
+        self.free.claimed()
     }
 
-    /// The most slots ever in use at once.
+    /// The most slots ever in use at once (feature `pool-stats`).
+    #[cfg(feature = "pool-stats")]
     pub fn high_water(&self) -> usize {
-        self.high_water.load(Ordering::Relaxed) as usize
+        self.stats.high_water.load(Ordering::Relaxed) as usize
     }
 
     /// The number of slots, `N`.
@@ -231,7 +270,8 @@ impl<T, const N: usize> Pool<T, N> {
         struct FreeOnDrop<'a, T, const N: usize>(&'a Pool<T, N>, usize);
         impl<T, const N: usize> Drop for FreeOnDrop<'_, T, N> {
             fn drop(&mut self) {
-                self.0.in_use.fetch_sub(1, Ordering::Relaxed);
+                #[cfg(feature = "pool-stats")]
+                self.0.stats.freed();
                 self.0.free.release(self.1);
             }
         }

@@ -1,7 +1,10 @@
 //! The domain, its reader slots, guards and the grace-period state machine.
 
+use crate::pad::Line;
+#[cfg(any(loom, rcuref_mutants))]
+use crate::sync::AtomicBool;
+use crate::sync::AtomicU32;
 use crate::sync::Ordering::{Acquire, Relaxed, Release, SeqCst};
-use crate::sync::{AtomicBool, AtomicU32};
 use core::marker::PhantomData;
 
 /// Errors the RCU API reports instead of panicking or blocking.
@@ -79,10 +82,19 @@ fn half(g: u32) -> usize {
     usize::from(g & mask() > mask() >> 1)
 }
 
-const ONE_LEVEL: u32 = 2;
-/// A nesting count this high (2^31 leaked guards) sticks: neither lock nor unlock moves
+// A slot word: bit 0 = claimed by a `Reader`, bit 1 = the phase its section saw,
+// bits 2.. = nesting depth (0: offline). 0 = free.
+const CLAIMED: u32 = 1;
+const ONE_LEVEL: u32 = 4;
+/// A nesting count this high (2^30 leaked guards) sticks: neither lock nor unlock moves
 /// it, so the section never ends instead of wrapping to "offline" under live references.
 const STICKY: u32 = 0xFFFF_FFF0;
+
+/// Whether slot word `v` is in a read section.
+#[inline(always)]
+const fn online(v: u32) -> bool {
+    v >= ONE_LEVEL
+}
 
 /// An RCU domain with `N` reader slots (threads, harts, interrupt priority levels).
 ///
@@ -90,24 +102,27 @@ const STICKY: u32 = 0xFFFF_FFF0;
 /// the algorithm and its guarantees.
 pub struct Rcu<const N: usize> {
     // INVARIANTS:
-    // * `slots[i]` is written only by the holder of `claims[i]` (a `Reader`): 0 when
-    //   offline, else `nesting << 1 | phase` with nesting >= 1.
+    // * `slots[i]` is 0 while free; it is claimed by the one compare-exchange from 0 to
+    //   CLAIMED that succeeds (a `Reader`), and from then on written only by that reader:
+    //   CLAIMED when offline, else CLAIMED | phase << 1 | nesting * ONE_LEVEL.
     // * `gp` moves only forwards, one step per successful compare-exchange in `advance`
     //   (wrapping at `mask()`); an odd value means a wait is in progress. A wait step
     //   succeeds only from the value its scan was taken at.
     // * `stepping[h]` counts the contexts inside `advance` whose snapshot of `gp` lies in
     //   half `h` of the range; `gp` never enters half `h` while it is non-zero, so no
     //   snapshot survives a whole lap (the lap guard).
-    gp: AtomicU32,
-    stepping: [AtomicU32; 2],
+    // Layout: `gp` (read by every outermost lock), `stepping` (written by every poll) and
+    // each slot (written by its reader) on cache lines of their own where padding is on
+    // (`crate::pad`).
+    gp: Line<AtomicU32>,
+    stepping: Line<[AtomicU32; 2]>,
     /// The try-lock of the old design, kept only as a broken variant (`WriterLock`).
     #[cfg(any(loom, rcuref_mutants))]
     writer: AtomicBool,
     /// A process-unique number for the per-thread section tracking (see `section_key`).
     #[cfg(all(feature = "std", debug_assertions, not(loom)))]
     serial: open_sections::Serial,
-    claims: [AtomicBool; N],
-    slots: [AtomicU32; N],
+    slots: [Line<AtomicU32>; N],
 }
 
 impl<const N: usize> Rcu<N> {
@@ -122,14 +137,13 @@ impl<const N: usize> Rcu<N> {
     #[doc(hidden)]
     pub const fn new_at(gp: u32) -> Self {
         Rcu {
-            gp: AtomicU32::new(gp & !1),
-            stepping: [const { AtomicU32::new(0) }; 2],
+            gp: Line(AtomicU32::new(gp & !1)),
+            stepping: Line([const { AtomicU32::new(0) }; 2]),
             #[cfg(rcuref_mutants)]
             writer: AtomicBool::new(false),
             #[cfg(all(feature = "std", debug_assertions))]
             serial: open_sections::Serial::new(),
-            claims: [const { AtomicBool::new(false) }; N],
-            slots: [const { AtomicU32::new(0) }; N],
+            slots: [const { Line(AtomicU32::new(0)) }; N],
         }
     }
 
@@ -144,11 +158,10 @@ impl<const N: usize> Rcu<N> {
     #[doc(hidden)]
     pub fn new_at(gp: u32) -> Self {
         Rcu {
-            gp: AtomicU32::new(gp & !1 & mask()),
-            stepping: core::array::from_fn(|_| AtomicU32::new(0)),
+            gp: Line(AtomicU32::new(gp & !1 & mask())),
+            stepping: Line(core::array::from_fn(|_| AtomicU32::new(0))),
             writer: AtomicBool::new(false),
-            claims: core::array::from_fn(|_| AtomicBool::new(false)),
-            slots: core::array::from_fn(|_| AtomicU32::new(0)),
+            slots: core::array::from_fn(|_| Line(AtomicU32::new(0))),
         }
     }
 
@@ -158,10 +171,12 @@ impl<const N: usize> Rcu<N> {
     /// # Errors
     /// [`RcuError::NoFreeSlot`] when all `N` slots are claimed.
     pub fn register(&self) -> Result<Reader<'_, N>, RcuError> {
-        for (i, c) in self.claims.iter().enumerate() {
-            if !c.load(Relaxed) && c.compare_exchange(false, true, Acquire, Relaxed).is_ok() {
-                // INVARIANT: i < N (an index of `claims`); we hold claims[i], so we are
-                // slot i's only writer; it is 0 (a Reader leaves its slot at 0 when dropped).
+        for (i, s) in self.slots.iter().enumerate() {
+            let s = &s.0;
+            // Acquire: pairs with the Release store of 0 that freed the slot.
+            if s.load(Relaxed) == 0 && s.compare_exchange(0, CLAIMED, Acquire, Relaxed).is_ok() {
+                // INVARIANT: i < N (an index of `slots`); our exchange claimed slot i, so
+                // we are its only writer from now on; it is offline (CLAIMED).
                 return Ok(Reader {
                     rcu: self,
                     slot: i,
@@ -187,7 +202,7 @@ impl<const N: usize> Rcu<N> {
     /// Never blocks. Call it after unpublishing what you will reclaim.
     pub fn start_poll(&self) -> GpCookie<'_, N> {
         crate::sync::fence(SeqCst);
-        let g = self.gp.load(SeqCst);
+        let g = self.gp.0.load(SeqCst);
         // A wait already in progress (odd g) started before us and does not count.
         // (The one-flip variant counts a grace period as one flip and one wait.)
         let steps = if mutant!(SingleFlip) {
@@ -218,12 +233,15 @@ impl<const N: usize> Rcu<N> {
     /// The raw grace-period counter (tests and diagnostics).
     #[doc(hidden)]
     pub fn gp_counter(&self) -> u32 {
-        self.gp.load(Relaxed)
+        self.gp.0.load(Relaxed)
     }
 
     /// How many reader slots are claimed right now (diagnostics).
     pub fn readers(&self) -> usize {
-        self.claims.iter().filter(|c| c.load(Relaxed)).count()
+        self.slots
+            .iter()
+            .filter(|s| s.0.load(Relaxed) & CLAIMED != 0)
+            .count()
     }
 
     /// The domain's identity for the per-thread section tracking: its address and a
@@ -247,37 +265,37 @@ impl<const N: usize> Rcu<N> {
     /// Registers the caller as a driver in the half of the range `gp` is in, and returns
     /// that half and a snapshot of `gp` taken after the registration.
     fn enter(&self) -> (usize, u32) {
-        let mut g = self.gp.load(SeqCst);
+        let mut g = self.gp.0.load(SeqCst);
         loop {
             let h = half(g);
-            self.stepping[h].fetch_add(1, SeqCst);
-            let now = self.gp.load(SeqCst);
+            self.stepping.0[h].fetch_add(1, SeqCst);
+            let now = self.gp.0.load(SeqCst);
             if half(now) == h {
                 return (h, now);
             }
             // `g` was from an earlier visit of that half: register again.
-            self.stepping[h].fetch_sub(1, SeqCst);
+            self.stepping.0[h].fetch_sub(1, SeqCst);
             g = now;
         }
     }
 
     fn leave(&self, h: usize) {
-        self.stepping[h].fetch_sub(1, SeqCst);
+        self.stepping.0[h].fetch_sub(1, SeqCst);
     }
 
     /// One scan of the slots: (anyone online, anyone online with the phase before the
     /// flip that led to the wait at `g`).
     fn scan(&self, g: u32) -> (bool, bool) {
         let old = phase(g) ^ 1;
-        let (mut online, mut old_online) = (false, false);
+        let (mut any, mut old_online) = (false, false);
         for s in &self.slots {
-            let v = s.load(Acquire);
-            if v != 0 {
-                online = true;
-                old_online |= v & 1 == old;
+            let v = s.0.load(Acquire);
+            if online(v) {
+                any = true;
+                old_online |= (v >> 1) & 1 == old;
             }
         }
-        (online, old_online)
+        (any, old_online)
     }
 
     /// Advances `gp` towards `target` as far as the readers allow, at most `MAX_TRIES`
@@ -295,7 +313,7 @@ impl<const N: usize> Rcu<N> {
                 break;
             }
             if mutant!(BustedGracePeriod) {
-                self.gp.store(target, Release);
+                self.gp.0.store(target, Release);
                 break;
             }
             let next = plus(g, 1);
@@ -304,13 +322,17 @@ impl<const N: usize> Rcu<N> {
                 // wait's flip is either seen by this scan or sees the unpublish (the fence
                 // pairing in the module docs).
                 crate::sync::fence(SeqCst);
+                // Asymmetric mode: readers have only a compiler fence; make their cores
+                // execute the barrier now (`heavy`'s module docs).
+                #[cfg(all(rcuref_asymmetric_fence, not(loom)))]
+                super::heavy::heavy_fence();
                 let (online, old_online) = self.scan(g);
                 #[cfg(all(rcuref_mutants, not(loom)))]
                 crate::mutants::pause(crate::mutants::Point::GpAfterScan);
                 if mutant!(StaleFastPath) && !online {
                     // The old idle fast path: a store decided on a scan that may be stale
                     // by now, completing cookies taken after the scan.
-                    self.gp.store(target, Release);
+                    self.gp.0.store(target, Release);
                     break;
                 }
                 if g & 1 == 1 && old_online {
@@ -321,11 +343,11 @@ impl<const N: usize> Rcu<N> {
             // snapshot, which it could otherwise meet again a lap later (ABA).
             if half(next) != h
                 && !mutant!(NoLapGuard)
-                && self.stepping[half(next)].load(SeqCst) != 0
+                && self.stepping.0[half(next)].load(SeqCst) != 0
             {
                 break;
             }
-            g = match self.gp.compare_exchange(g, next, SeqCst, SeqCst) {
+            g = match self.gp.0.compare_exchange(g, next, SeqCst, SeqCst) {
                 Ok(_) => next,
                 Err(now) => now, // another driver moved it: progress too
             };
@@ -375,7 +397,7 @@ impl<'d, const N: usize> GpCookie<'d, N> {
     pub fn is_done(&self) -> bool {
         // Acquire: pairs with the step that completed the grace period, which acquired
         // every reader's exit, so those sections happen before what the caller does next.
-        reached(self.rcu.gp.load(Acquire), self.target)
+        reached(self.rcu.gp.0.load(Acquire), self.target)
     }
 
     /// Whether the grace period has ended. Never blocks: if it has not, it advances the
@@ -422,8 +444,8 @@ impl<const N: usize> core::fmt::Debug for GpCookie<'_, N> {
 /// (thread, hart, interrupt level) uses it, which is what lets the read side use plain
 /// loads and stores.
 pub struct Reader<'d, const N: usize> {
-    // INVARIANT: `slot < N`, and `self` holds `rcu.claims[slot]`, so it is the only
-    // writer of `rcu.slots[slot]`.
+    // INVARIANT: `slot < N`, and `self` claimed `rcu.slots[slot]`, so it is the only
+    // writer of that slot.
     rcu: &'d Rcu<N>,
     slot: usize,
     _not_send: PhantomData<*mut ()>,
@@ -434,7 +456,7 @@ impl<'d, const N: usize> Reader<'d, N> {
     #[inline(always)]
     fn my_slot(&self) -> &'d AtomicU32 {
         // SAFETY: by the type invariant `self.slot < N`, the length of `slots`.
-        unsafe { self.rcu.slots.get_unchecked(self.slot) }
+        unsafe { &self.rcu.slots.get_unchecked(self.slot).0 }
     }
 
     /// Enters a read section (or nests in the current one). The section ends when the
@@ -444,16 +466,17 @@ impl<'d, const N: usize> Reader<'d, N> {
         let slot = self.my_slot();
         // By the type invariant nobody else writes the slot: load + store is exact.
         let v = slot.load(Relaxed);
-        if v == 0 {
-            let p = phase(self.rcu.gp.load(Relaxed));
+        if !online(v) {
+            let p = phase(self.rcu.gp.0.load(Relaxed));
+            let entered = CLAIMED | p << 1 | ONE_LEVEL;
             if mutant!(RelaxedLockStore) {
-                slot.store(ONE_LEVEL | p, Relaxed);
+                slot.store(entered, Relaxed);
             } else {
                 // Release, like every store to a slot: a scan that reads this value
                 // (rather than the 0 of the previous section's unlock) must still
                 // synchronise with everything before it, the previous section's reads
                 // included. A relaxed store would end the unlock's release sequence.
-                crate::sync::reader_release_store(slot, ONE_LEVEL | p);
+                crate::sync::reader_release_store(slot, entered);
             }
             if !mutant!(NoReaderFence) {
                 crate::sync::reader_fence();
@@ -476,7 +499,7 @@ impl<'d, const N: usize> Reader<'d, N> {
 
     /// Whether this reader is inside a read section.
     pub fn in_read_section(&self) -> bool {
-        self.my_slot().load(Relaxed) != 0
+        online(self.my_slot().load(Relaxed))
     }
 
     /// The domain this reader belongs to.
@@ -533,15 +556,15 @@ impl<'d, const N: usize> Reader<'d, N> {
 impl<const N: usize> Drop for Reader<'_, N> {
     fn drop(&mut self) {
         let slot = self.my_slot();
-        if slot.load(Relaxed) != 0 {
+        if online(slot.load(Relaxed)) {
             // A guard was leaked (`mem::forget`). Guards borrow the reader, so none is
             // alive now, and every reference read under the leaked one was bounded by a
             // borrow of the reader that has ended: ending the section is sound, and
             // leaving it open would stall every later grace period of the domain.
-            crate::sync::reader_release_store(slot, 0);
             open_sections::left(self.rcu.section_key());
         }
-        self.rcu.claims[self.slot].store(false, Release);
+        // Ends any (leaked) section and frees the slot in one Release store.
+        crate::sync::reader_release_store(slot, 0);
     }
 }
 
@@ -574,8 +597,8 @@ impl<const N: usize> Drop for Guard<'_, '_, N> {
         let slot = self.reader.my_slot();
         let v = slot.load(Relaxed);
         if v < 2 * ONE_LEVEL || mutant!(NestingIgnored) {
-            // Outermost: the section's loads happen before a writer's Acquire sees 0.
-            crate::sync::reader_release_store(slot, 0);
+            // Outermost: the section's loads happen before a writer's Acquire sees it.
+            crate::sync::reader_release_store(slot, CLAIMED);
             open_sections::left(self.reader.rcu.section_key());
         } else if v < STICKY {
             crate::sync::reader_release_store(slot, v - ONE_LEVEL);
@@ -673,5 +696,36 @@ mod open_sections {
     #[inline(always)]
     pub(super) fn any(_: (usize, u32)) -> bool {
         false
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod layout_tests {
+    use super::*;
+
+    fn line_of<T>(p: &T) -> usize {
+        p as *const T as usize / core::mem::align_of::<Line<u8>>()
+    }
+
+    /// Where padding is on, every reader slot, the counter that readers read and the
+    /// registration counters that every poll writes each have a cache line of their own.
+    #[test]
+    fn hot_words_sit_on_their_own_lines() {
+        let rcu: Rcu<4> = Rcu::new();
+        let mut lines: std::vec::Vec<usize> = rcu.slots.iter().map(|s| line_of(&s.0)).collect();
+        lines.push(line_of(&rcu.gp.0));
+        lines.push(line_of(&rcu.stepping.0));
+        lines.sort_unstable();
+        lines.dedup();
+        if crate::CACHE_PADDED {
+            assert!(core::mem::align_of::<Line<u8>>() >= 64);
+            assert_eq!(lines.len(), 6, "two hot words share a cache line");
+        } else {
+            assert_eq!(
+                core::mem::size_of::<Line<AtomicU32>>(),
+                4,
+                "padding without asking"
+            );
+        }
     }
 }

@@ -176,7 +176,11 @@
 mod cell;
 mod defer;
 mod domain;
+pub mod heavy;
 
 pub use cell::{RcuCell, Retired};
 pub use defer::DeferQueue;
 pub use domain::{GpCookie, Guard, Rcu, RcuError, Reader, DETECTS_WAIT_IN_OTHER_SECTION};
+pub use heavy::HeavyFence;
+#[cfg(all(feature = "membarrier", target_os = "linux"))]
+pub use heavy::Membarrier;

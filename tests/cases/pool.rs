@@ -43,6 +43,8 @@ pub fn alloc_free_reuse() {
     let d = POOL.alloc(Counted(5, &DROPS)).ok().unwrap();
     assert_eq!(d.slot(), freed_slot, "a freed slot is reused at once");
     assert_eq!(d.0, 5);
+    assert_eq!(POOL.capacity(), 3);
+    #[cfg(any(feature = "pool-stats", rcuref_fw))]
     assert_eq!(POOL.high_water(), 3);
     drop((a, c, d));
     assert_eq!(DROPS.load(Relaxed), 5);
@@ -71,13 +73,21 @@ pub fn cell_lookup() {
     static CELL: PoolCell<'static, u32, 4> = PoolCell::new(&POOL);
     let reader = RCU.register().unwrap();
     assert!(reader.read(|g| CELL.get(g)).is_none());
+    assert!(CELL.is_empty());
     let h = POOL.alloc(42).ok().unwrap();
     assert!(CELL.replace(Some(h)).is_none());
+    assert!(!CELL.is_empty());
     let got = reader.read(|g| CELL.get(g)).unwrap();
     assert_eq!(*got, 42);
     assert_eq!(got.ref_count(), 2, "the cell's reference and ours");
     let old = CELL.replace(Some(POOL.alloc(7).ok().unwrap())).unwrap();
     assert!(rcuref::Handle::ptr_eq(&old, &got));
+    let other = POOL.alloc(8).ok().unwrap();
+    assert!(
+        !rcuref::Handle::ptr_eq(&old, &other),
+        "two objects named equal"
+    );
+    drop(other);
     drop(old);
     assert_eq!(*got, 42, "our reference keeps the replaced object alive");
     drop(got);

@@ -215,6 +215,26 @@ pub fn cell_publish_and_reclaim() {
     assert_eq!(reader.read(|g| *cell.load(g)), 3);
 }
 
+/// RAM: a domain of 4 slots is a few words where padding is off (the default on 32-bit
+/// microcontrollers), and a cache line per slot plus two where it is on.
+pub fn layout_matches_the_padding_choice() {
+    let size = core::mem::size_of::<Rcu<4>>();
+    if rcuref::CACHE_PADDED {
+        assert!(
+            size >= 6 * 64,
+            "padding on, but the domain is only {} bytes",
+            size
+        );
+    } else {
+        // gp, two registration counters, four slots (+ a debug-only serial on hosts).
+        assert!(
+            size <= 4 * 8,
+            "padding off, but the domain takes {} bytes",
+            size
+        );
+    }
+}
+
 /// Test 16 (body): a blocking wait with a leaked guard. Returns what synchronize said
 /// (an error in every build, never a hang).
 pub fn synchronize_in_read_section() -> Result<(), RcuError> {

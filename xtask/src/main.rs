@@ -121,8 +121,15 @@ fn test(args: &[String]) -> Result<(), String> {
         ],
     );
     run.cargo(
-        "host: release-only tests (2^32 forgotten clones of a pool handle)",
-        &["test", "--release", "--test", "pool"],
+        "host: release-only tests (2^32 forgotten clones; pool statistics)",
+        &[
+            "test",
+            "--release",
+            "--features",
+            "pool-stats",
+            "--test",
+            "pool",
+        ],
         &[],
     );
     run.cargo(
@@ -271,7 +278,14 @@ fn demo() -> Result<(), String> {
     let mut run = steps::Run::new("demo");
     run.cargo_shown(
         "host: fd table (fget/fput on a typesafe-by-RCU pool, threads)",
-        &["run", "--release", "--example", "fd_table"],
+        &[
+            "run",
+            "--release",
+            "--features",
+            "pool-stats",
+            "--example",
+            "fd_table",
+        ],
         &[],
     );
     for t in fw_targets {

@@ -9,7 +9,7 @@
 //! A mutant that survives both must be listed in `mutants-equivalent.md` with why it is
 //! equivalent (keyed by file and description, without line numbers, which move); the
 //! command fails on any survivor that is not listed, and reports entries that no longer
-//! survive. It prints the score and writes it to `target/mutants/summary.txt`.
+//! survive. It prints the score and writes it to `target/mutation/summary.txt`.
 //! Settings: `.cargo/mutants.toml` (pass 1) and `.cargo/mutants-loom.toml` (pass 2).
 
 use crate::steps::workspace_root;
@@ -25,7 +25,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let narrow: Vec<&str> = args.iter().map(String::as_str).collect();
     install()?;
     let root = workspace_root();
-    let out = root.join("target/mutants");
+    let out = root.join("target/mutation");
     let _ = fs::remove_dir_all(&out);
     fs::create_dir_all(&out).map_err(|e| e.to_string())?;
 

@@ -48,6 +48,11 @@ mod tests {
     }
 
     #[test]
+    fn layout_matches_the_padding_choice() {
+        cases::layout_matches_the_padding_choice();
+    }
+
+    #[test]
     fn dropping_a_reader_ends_a_leaked_section() {
         cases::dropping_a_reader_ends_a_leaked_section();
     }

@@ -1,0 +1,143 @@
+//! Asymmetric fences (liburcu's memb flavour): readers pay only a compiler fence, and
+//! whoever drives a grace period makes every core execute a full barrier instead.
+//!
+//! Opt in with `--cfg rcuref_asymmetric_fence` (the binary's choice, like a
+//! critical-section implementation) and provide the heavy fence with
+//! [`set_heavy_fence!`](crate::set_heavy_fence). On Linux, feature `membarrier` gives a
+//! ready one: [`Membarrier`].
+//!
+//! # The contract
+//!
+//! A heavy fence must not return until every core (hart, CPU) that runs, or may later
+//! run, a reader of an `rcuref` domain has executed a full memory barrier (or passed
+//! through something that implies one, such as a context switch) **after** the call
+//! began; the calling core itself must execute one before and after. Then, for every
+//! reader, the heavy fence splits its execution at a point where a full barrier ran:
+//! what the reader did before it is visible to the caller when the call returns, and
+//! what it does after it sees everything the caller had made visible before the call.
+//!
+//! Typical implementations: `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)` on Linux
+//! (an IPI to every CPU running a thread of the process); in a kernel, an IPI broadcast
+//! whose handler executes `fence rw,rw` / `dmb ish` / `mfence` and acknowledges, the
+//! caller waiting for every acknowledgement.
+//!
+//! # Why it is enough
+//!
+//! Without the mode a reader announces itself (slot store), runs a full fence, then
+//! reads; a wait step runs a full fence, then scans the slots: one of the two sees the
+//! other (the store-buffering argument of the module docs). In this mode the reader's
+//! fence is only a compiler fence, so its store may still sit in its core's store
+//! buffer while it reads. A wait step therefore runs the heavy fence between its own
+//! full fence and its scan: the barrier it forces on the reader's core either comes
+//! after the reader's announce (which is then visible to the scan) or before the
+//! reader's loads (which then see the unpublish, which was visible before the heavy
+//! fence began). Unlocks and every slot store stay `Release` and scans `Acquire`, so
+//! the ordering of a finished section before reclamation is unchanged.
+//!
+//! Cost: a read section loses its only barrier (x86: no locked instruction at all);
+//! every wait step pays the heavy fence (two per grace period; `membarrier` takes
+//! microseconds). Worth it where reads vastly outnumber grace periods.
+
+/// A heavy fence: see the module docs for the contract.
+///
+/// # Safety
+/// Implementing this promises the contract of the [module docs](self): when
+/// `heavy_fence` returns, every core that runs or may run a reader has executed a full
+/// memory barrier since the call began, and the calling core one before and after.
+/// `rcuref` relies on it for memory safety under `--cfg rcuref_asymmetric_fence`.
+pub unsafe trait HeavyFence {
+    /// Makes every core execute a full memory barrier (see the trait's safety contract).
+    fn heavy_fence();
+}
+
+/// Names the [`HeavyFence`] implementation `rcuref` uses under
+/// `--cfg rcuref_asymmetric_fence`. Invoke it once in the binary, e.g.
+/// `rcuref::set_heavy_fence!(rcuref::rcu::Membarrier);`. Without it, a binary built with
+/// the cfg fails to link, naming `_rcuref_heavy_fence_v1`.
+#[macro_export]
+macro_rules! set_heavy_fence {
+    ($t:ty) => {
+        #[no_mangle]
+        fn _rcuref_heavy_fence_v1() {
+            <$t as $crate::rcu::HeavyFence>::heavy_fence()
+        }
+    };
+}
+
+#[cfg(all(rcuref_asymmetric_fence, not(loom)))]
+extern "Rust" {
+    fn _rcuref_heavy_fence_v1();
+}
+
+/// The binary's heavy fence (under `--cfg rcuref_asymmetric_fence`).
+#[cfg(all(rcuref_asymmetric_fence, not(loom)))]
+#[inline]
+pub(crate) fn heavy_fence() {
+    if mutant!(SkipHeavyFence) {
+        return;
+    }
+    // SAFETY: the symbol is defined by `set_heavy_fence!`, which forwards to a
+    // `HeavyFence` implementation; calling it has no precondition.
+    unsafe { _rcuref_heavy_fence_v1() }
+}
+
+/// Linux's `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`: an IPI to every CPU running a
+/// thread of this process, each of which executes a full barrier (feature
+/// `membarrier`, Linux 4.14 or later). The process registers itself on first use.
+///
+/// # Panics
+/// If the kernel offers neither the expedited command nor the global one
+/// (`MEMBARRIER_CMD_GLOBAL`, slower, used as a fallback): the contract cannot be met, so
+/// this build of the binary cannot run there.
+#[cfg(all(feature = "membarrier", target_os = "linux"))]
+pub struct Membarrier;
+
+#[cfg(all(feature = "membarrier", target_os = "linux"))]
+mod membarrier {
+    use portable_atomic::{AtomicU8, Ordering::Relaxed};
+
+    const CMD_GLOBAL: libc::c_long = 1;
+    const CMD_PRIVATE_EXPEDITED: libc::c_long = 8;
+    const CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_long = 16;
+
+    /// 0: not tried yet; 1: expedited (registered); 2: global fallback.
+    static MODE: AtomicU8 = AtomicU8::new(0);
+
+    fn membarrier(cmd: libc::c_long) -> bool {
+        // SAFETY: membarrier takes a command and flags (0), reads and writes no memory
+        // of ours; an unsupported command just returns -1.
+        unsafe { libc::syscall(libc::SYS_membarrier, cmd, 0 as libc::c_long) == 0 }
+    }
+
+    // SAFETY: MEMBARRIER_CMD_PRIVATE_EXPEDITED returns only after every CPU running a
+    // thread of this process has executed a full barrier (threads not running execute
+    // one when they are scheduled in), and the system call itself is a full barrier on
+    // the calling CPU; MEMBARRIER_CMD_GLOBAL waits for every CPU to pass through a
+    // context switch or idle (an RCU grace period of the kernel), which implies one.
+    unsafe impl super::HeavyFence for super::Membarrier {
+        fn heavy_fence() {
+            let mode = match MODE.load(Relaxed) {
+                0 => {
+                    let m = if membarrier(CMD_REGISTER_PRIVATE_EXPEDITED) {
+                        1
+                    } else {
+                        2
+                    };
+                    MODE.store(m, Relaxed);
+                    m
+                }
+                m => m,
+            };
+            let ok = if mode == 1 {
+                membarrier(CMD_PRIVATE_EXPEDITED)
+            } else {
+                membarrier(CMD_GLOBAL)
+            };
+            assert!(
+                ok,
+                "rcuref: membarrier is not available: this binary was built with \
+                 --cfg rcuref_asymmetric_fence and cannot run on this kernel"
+            );
+        }
+    }
+}
