@@ -7,6 +7,7 @@ extern crate std;
 
 /// `true` when the named broken variant is selected (test builds with `--cfg loom` or
 /// `--cfg rcuref_mutants` only); a constant `false` that folds away everywhere else.
+#[allow(unused_macros)] // unused only when the compile_error! below fires
 macro_rules! mutant {
     ($m:ident) => {{
         #[cfg(any(loom, rcuref_mutants))]
@@ -17,22 +18,59 @@ macro_rules! mutant {
     }};
 }
 
-mod sync;
+/// The crate's items, compiled only where the target's atomic read-modify-writes have a
+/// source (see the `compile_error!` below).
+macro_rules! when_atomics_are_chosen {
+    ($($item:item)*) => {$(
+        #[cfg(any(
+            target_has_atomic = "32",
+            feature = "critical-section",
+            portable_atomic_unsafe_assume_single_core,
+            portable_atomic_unsafe_assume_privileged
+        ))]
+        $item
+    )*};
+}
 
-#[cfg(any(loom, rcuref_mutants))]
-#[doc(hidden)]
-pub mod mutants;
+// One clear error instead of a page of missing `compare_exchange` methods.
+#[cfg(not(any(
+    target_has_atomic = "32",
+    feature = "critical-section",
+    portable_atomic_unsafe_assume_single_core,
+    portable_atomic_unsafe_assume_privileged
+)))]
+compile_error!(
+    "rcuref: this target has no compare-and-swap (thumbv6m-none-eabi, for one), so the \
+     binary must choose how atomic read-modify-writes work. Either enable rcuref's \
+     feature `critical-section` and link a critical-section implementation (cortex-m's \
+     feature `critical-section-single-core` on a single-core part), or build with \
+     `--cfg portable_atomic_unsafe_assume_single_core` (single core, privileged mode). \
+     (portable-atomic's `unsafe-assume-single-core` *feature* is invisible to rcuref: \
+     use the cfg form.)"
+);
 
-pub mod file_ref;
-mod log;
-mod pad;
-pub mod pool;
-pub mod rcu;
+when_atomics_are_chosen! {
+    mod sync;
 
-#[cfg(any(target_has_atomic = "64", feature = "critical-section"))]
-pub use file_ref::FileRef64;
-pub use file_ref::{FileRef, FileRef32};
-pub use log::{set_warning_hook, warning_count, Warning};
-pub use pad::CACHE_PADDED;
-pub use pool::{Handle, Pool, PoolCell, PoolFull};
-pub use rcu::{DeferQueue, GpCookie, Guard, Rcu, RcuCell, RcuError, Reader, Retired};
+    #[cfg(any(loom, rcuref_mutants))]
+    #[doc(hidden)]
+    pub mod mutants;
+
+    mod error;
+    pub mod file_ref;
+    mod log;
+    mod pad;
+    pub mod pool;
+    pub mod rcu;
+
+    #[cfg(any(target_has_atomic = "64", feature = "critical-section"))]
+    pub use file_ref::FileRef64;
+    pub use file_ref::{FileRef, FileRef32};
+    pub use log::{set_warning_hook, warning_count, Warning};
+    pub use pad::CACHE_PADDED;
+    pub use error::{Error, Refused};
+    pub use pool::{Handle, Pool, PoolCell};
+    pub use rcu::{
+        ContextReader, DeferQueue, GpCookie, Guard, Rcu, RcuCell, RcuValue, Reader, Retired,
+    };
+}

@@ -76,3 +76,20 @@ fn sizes_and_auto_traits() {
     assert_eq!(FileRef32::SATURATED, 0xA000_0000);
     assert_eq!(FileRef32::NOREF, 0xFFFF_FFFF);
 }
+
+/// `Debug` names the zone a count is in.
+#[test]
+fn debug_names_the_zone() {
+    let show = |r: FileRef32| format!("{r:?}");
+    assert_eq!(
+        show(FileRef32::new(1)),
+        "FileRef32 { raw: 0, state: \"live\" }"
+    );
+    assert!(show(FileRef32::from_raw(FileRef32::MAXREF)).contains("\"live\""));
+    assert!(show(FileRef32::from_raw(FileRef32::MAXREF + 1)).contains("\"saturated\""));
+    assert!(show(FileRef32::from_raw(FileRef32::RELEASED - 1)).contains("\"saturated\""));
+    assert!(show(FileRef32::from_raw(FileRef32::RELEASED)).contains("\"dead\""));
+    assert!(show(FileRef32::from_raw(FileRef32::NOREF - 1)).contains("\"dead\""));
+    assert!(show(FileRef32::from_raw(FileRef32::NOREF)).contains("\"noref\""));
+    assert!(format!("{:?}", FileRef64::new(0)).contains("\"dead\""));
+}

@@ -34,6 +34,16 @@ fn cell_publish_and_reclaim() {
 }
 
 #[test]
+fn context_readers_nest_and_report() {
+    cases::context_readers_nest_and_report();
+}
+
+#[test]
+fn rcu_value_reuses_buffers_after_grace_periods() {
+    cases::rcu_value_reuses_buffers_after_grace_periods();
+}
+
+#[test]
 fn layout_matches_the_padding_choice() {
     cases::layout_matches_the_padding_choice();
 }
@@ -54,7 +64,7 @@ fn poll_is_bounded_for_any_cookie() {
 fn synchronize_in_read_section_is_an_error() {
     assert_eq!(
         cases::synchronize_in_read_section(),
-        Err(rcuref::RcuError::InReadSection)
+        Err(rcuref::Error::InReadSection)
     );
 }
 
@@ -100,7 +110,7 @@ fn synchronize_waits_for_a_reader_on_another_thread() {
 #[cfg(debug_assertions)]
 #[test]
 fn waiting_inside_another_readers_section_is_an_error() {
-    use rcuref::{DeferQueue, RcuCell, RcuError};
+    use rcuref::{DeferQueue, Error, RcuCell, Refused};
     #[allow(clippy::assertions_on_constants)]
     let () = assert!(
         rcuref::rcu::DETECTS_WAIT_IN_OTHER_SECTION,
@@ -110,20 +120,26 @@ fn waiting_inside_another_readers_section_is_an_error() {
     let a = RCU.register().unwrap();
     let mut b = RCU.register().unwrap();
     let guard = a.lock();
-    assert_eq!(b.synchronize(|| ()), Err(RcuError::InReadSection));
+    assert_eq!(b.synchronize(|| ()), Err(Error::InReadSection));
     let mut q: DeferQueue<u32, 1, 3> = DeferQueue::new(&RCU);
     q.defer(1).unwrap();
-    assert_eq!(q.barrier(&mut b, || (), drop), Err(RcuError::InReadSection));
+    assert_eq!(q.barrier(&mut b, || (), drop), Err(Error::InReadSection));
     assert_eq!(
         q.defer_or_wait(&mut b, 2, || (), drop),
-        Err((RcuError::InReadSection, 2))
+        Err(Refused {
+            error: Error::InReadSection,
+            value: 2
+        })
     );
     let mut x = 1u32;
     let mut y = 2u32;
     let cell = RcuCell::new(&RCU, &mut x);
     let retired = cell.replace(&mut y);
     let retired = match retired.reclaim(&mut b, || ()) {
-        Err((RcuError::InReadSection, r)) => r,
+        Err(Refused {
+            error: Error::InReadSection,
+            value: r,
+        }) => r,
         other => panic!("expected InReadSection, got {:?}", other.map(|v| *v)),
     };
     drop(guard);
@@ -136,7 +152,7 @@ fn waiting_inside_another_readers_section_is_an_error() {
 /// guard of another domain is an error, never a wrong answer.
 #[test]
 fn objects_of_another_domain_are_refused() {
-    use rcuref::{DeferQueue, RcuCell, RcuError};
+    use rcuref::{DeferQueue, Error, RcuCell, Refused};
     static A: rcuref::Rcu<2> = rcuref::Rcu::new();
     static B: rcuref::Rcu<2> = rcuref::Rcu::new();
     let reader_a = A.register().unwrap();
@@ -147,11 +163,14 @@ fn objects_of_another_domain_are_refused() {
     q.defer(7).unwrap();
     assert_eq!(
         q.barrier(&mut writer_b, || (), drop),
-        Err(RcuError::OtherDomain)
+        Err(Error::OtherDomain)
     );
     assert_eq!(
         q.defer_or_wait(&mut writer_b, 8, || (), drop),
-        Err((RcuError::OtherDomain, 8))
+        Err(Refused {
+            error: Error::OtherDomain,
+            value: 8
+        })
     );
     let mut writer_b2 = B.register().unwrap();
     writer_b2.synchronize(|| ()).unwrap(); // B's grace periods mean nothing to A
@@ -165,11 +184,14 @@ fn objects_of_another_domain_are_refused() {
     let b_reader = B.register().unwrap();
     assert_eq!(
         b_reader.read(|g| cell.try_load(g).copied()),
-        Err(RcuError::OtherDomain)
+        Err(Error::OtherDomain)
     );
     let retired = cell.replace(&mut y);
     let retired = match retired.reclaim(&mut writer_b, || ()) {
-        Err((RcuError::OtherDomain, r)) => r,
+        Err(Refused {
+            error: Error::OtherDomain,
+            value: r,
+        }) => r,
         other => panic!("expected OtherDomain, got {:?}", other.map(|v| *v)),
     };
     assert!(std::ptr::eq(retired.cookie().domain(), &A));
@@ -347,4 +369,125 @@ fn a_domain_at_a_freed_domains_address_is_not_confused_with_it() {
         Ok(()),
         "a fresh domain's wait was refused"
     );
+}
+
+/// Issue 11 item 2: a stalled reader is named by the wait that it holds up; a wait can
+/// give up (hook or deadline) and leaves the domain consistent: the next wait, once the
+/// reader has left, succeeds.
+#[test]
+fn a_stalled_reader_is_named_and_a_wait_can_give_up() {
+    use rcuref::rcu::{Deadline, StallDetector};
+    use rcuref::{Error, Rcu};
+    use std::ops::ControlFlow;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+    static RCU: Rcu<3> = Rcu::new();
+    static INSIDE: AtomicBool = AtomicBool::new(false);
+    static RELEASE: AtomicBool = AtomicBool::new(false);
+    static SLOT: AtomicUsize = AtomicUsize::new(usize::MAX);
+    let t = std::thread::spawn(|| {
+        let reader = RCU.register().unwrap();
+        SLOT.store(reader.slot(), SeqCst);
+        reader.read(|_| {
+            INSIDE.store(true, SeqCst);
+            while !RELEASE.load(SeqCst) {
+                std::thread::yield_now();
+            }
+        });
+    });
+    while !INSIDE.load(SeqCst) {
+        std::thread::yield_now();
+    }
+    let mut writer = RCU.register().unwrap();
+    // A stall report with a threshold on a clock we supply (here: attempts).
+    let ticks = std::cell::Cell::new(0u64);
+    let mut named = Vec::new();
+    let mut stall = StallDetector::new(
+        || ticks.get(),
+        50,
+        |waited, holdouts: rcuref::rcu::Holdouts<'_, 3>| {
+            assert!(waited >= 50);
+            named.extend(holdouts.map(|h| h.slot));
+        },
+    );
+    let r = writer.synchronize_with(|w| {
+        ticks.set(ticks.get() + 1);
+        stall.observe(w);
+        if w.attempts() > 200 {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    });
+    assert_eq!(r, Err(Error::GaveUp));
+    assert_eq!(
+        named,
+        [SLOT.load(SeqCst)],
+        "the stall report did not name the reader"
+    );
+    // A deadline on a real clock gives up too.
+    let start = std::time::Instant::now();
+    let mut deadline = Deadline::new(|| start.elapsed().as_millis() as u64, 20);
+    assert_eq!(
+        writer.synchronize_with(|_| deadline.check()),
+        Err(Error::GaveUp)
+    );
+    assert!(start.elapsed() >= std::time::Duration::from_millis(20));
+    // Consistent afterwards: once the reader leaves, waits succeed.
+    RELEASE.store(true, SeqCst);
+    t.join().unwrap();
+    assert_eq!(writer.synchronize(|| ()), Ok(()));
+}
+
+/// RcuValue's blocking replace waits for the readers of the oldest retired value; with a
+/// hook it can give up instead, handing the value back; a second writer at the same time
+/// is refused as busy, never made to wait.
+#[test]
+fn rcu_value_waits_for_readers() {
+    use rcuref::{Error, Rcu, RcuValue, Refused};
+    use std::ops::ControlFlow;
+    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+    static RCU: Rcu<3> = Rcu::new();
+    static VALUE: RcuValue<'static, u32, 2, 3> = RcuValue::new(&RCU, 1);
+    static INSIDE: AtomicBool = AtomicBool::new(false);
+    static RELEASE: AtomicBool = AtomicBool::new(false);
+    VALUE.try_replace(2).unwrap(); // buffer 0 retired...
+    RCU.register().unwrap().synchronize(|| ()).unwrap(); // ...and its grace period over
+    let t = std::thread::spawn(|| {
+        let reader = RCU.register().unwrap();
+        reader.read(|g| {
+            assert_eq!(*VALUE.load(g), 2);
+            INSIDE.store(true, SeqCst);
+            while !RELEASE.load(SeqCst) {
+                std::thread::yield_now();
+            }
+            assert_eq!(*VALUE.load(g), 3, "the section sees the replacement");
+        });
+    });
+    while !INSIDE.load(SeqCst) {
+        std::thread::yield_now();
+    }
+    VALUE.try_replace(3).unwrap(); // reuses buffer 0; retires the one the reader read
+    let mut writer = RCU.register().unwrap();
+    match VALUE.replace_with(&mut writer, 4, |w| {
+        if w.attempts() > 100 {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    }) {
+        Err(Refused {
+            error: Error::GaveUp,
+            value: 4,
+        }) => {}
+        other => panic!(
+            "expected to give up, got {:?}",
+            other.err().map(|r| r.error)
+        ),
+    }
+    RELEASE.store(true, SeqCst);
+    VALUE
+        .replace(&mut writer, 4, std::thread::yield_now)
+        .unwrap();
+    t.join().unwrap();
+    assert_eq!(RCU.read(|g| *VALUE.load(g)).unwrap(), 4);
 }

@@ -10,7 +10,7 @@
 
 use core::sync::atomic::Ordering::Relaxed;
 use portable_atomic::AtomicU32;
-use rcuref::{Guard, Handle, Pool, PoolCell, PoolFull};
+use rcuref::{Guard, Handle, Pool, PoolCell};
 
 /// Descriptors per table.
 pub const FDS: usize = 8;
@@ -117,10 +117,7 @@ impl FdTable {
             check: id.wrapping_mul(id),
             state: AtomicU32::new(OPEN),
         };
-        let h = self
-            .pool
-            .alloc(file)
-            .map_err(|PoolFull(_)| FdError::NoFiles)?;
+        let h = self.pool.alloc(file).map_err(|_| FdError::NoFiles)?;
         self.fds[fd].replace(Some(h)); // was empty: nothing comes back
         self.stats.opens.fetch_add(1, Relaxed);
         Ok(fd)

@@ -451,6 +451,20 @@ macro_rules! zoned_ref {
             }
         }
 
+        #[cfg(feature = "defmt")]
+        impl defmt::Format for $name {
+            fn format(&self, f: defmt::Formatter<'_>) {
+                let raw = self.raw();
+                defmt::write!(
+                    f,
+                    "{} {{ raw: {=u64:#x}, state: {=str} }}",
+                    stringify!($name),
+                    raw as u64,
+                    zoned::state_name(raw)
+                )
+            }
+        }
+
         impl core::fmt::Debug for $name {
             fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
                 let raw = self.raw();

@@ -34,6 +34,7 @@ pub(crate) struct FreeMap<const N: usize> {
 }
 
 impl<const N: usize> FreeMap<N> {
+    #[cfg_attr(loom, allow(dead_code))]
     const FITS: () = assert!(
         N < u32::MAX as usize,
         "a pool holds fewer than 2^32 - 1 slots"

@@ -59,7 +59,7 @@
 //! handed out a live slot twice when a pop was preempted for one tag period). The
 //! search starts at the most recently freed slot: one load and one swap when a slot was
 //! freed recently, at most `N` loads when the pool is nearly full. Under concurrent
-//! frees a search can miss a slot freed behind it, so [`PoolFull`] means "every slot was
+//! frees a search can miss a slot freed behind it, so [`Error::Full`] means "every slot was
 //! seen in use during the call", not "all were in use at one instant".
 //!
 //! # Counts that saturate
@@ -93,6 +93,7 @@
 
 mod free_map;
 
+use crate::error::{Error, Refused};
 use crate::file_ref::FileRef32;
 use crate::rcu::Guard;
 use crate::sync::{AtomicU32, Ordering, UnsafeCell};
@@ -167,10 +168,6 @@ unsafe impl<T: Send + Sync, const N: usize> Sync for Pool<T, N> {}
 // SAFETY: as above; moving the pool moves its values.
 unsafe impl<T: Send + Sync, const N: usize> Send for Pool<T, N> {}
 
-/// Allocation failed: every slot is in use. Holds the value that was not stored.
-#[derive(Debug, PartialEq, Eq)]
-pub struct PoolFull<T>(pub T);
-
 impl<T, const N: usize> Pool<T, N> {
     /// An empty pool, usable in a `static`.
     #[cfg(not(loom))]
@@ -205,10 +202,11 @@ impl<T, const N: usize> Pool<T, N> {
     /// Stores `value` in a free slot and returns the only reference to it. O(1).
     ///
     /// # Errors
-    /// [`PoolFull`] with the value when every slot is in use.
-    pub fn alloc(&self, value: T) -> Result<Handle<'_, T, N>, PoolFull<T>> {
+    /// [`Refused`] with [`Error::Full`] and the value when every slot was seen in use
+    /// (see "Allocation" in the module docs).
+    pub fn alloc(&self, value: T) -> Result<Handle<'_, T, N>, Refused<T>> {
         let Some(i) = self.free.claim() else {
-            return Err(PoolFull(value));
+            return Err(Refused::new(Error::Full, value));
         };
         let slot = &self.slots[i];
         if mutant!(ZeroingAlloc) {
@@ -349,6 +347,32 @@ impl<T, const N: usize> Drop for Handle<'_, T, N> {
         if self.pool.slots[self.index as usize].refs.put() {
             self.pool.destroy(self.index as usize);
         }
+    }
+}
+
+impl<T, const N: usize> core::fmt::Debug for Pool<T, N> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        // Values are not shown: reading one needs a reference to it.
+        f.debug_struct("Pool")
+            .field("capacity", &N)
+            .field("in_use", &self.in_use())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T, const N: usize> core::fmt::Debug for PoolCell<'_, T, N> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let cur = self.cur.load(Ordering::Relaxed);
+        f.debug_struct("PoolCell")
+            .field("slot", &cur.checked_sub(1))
+            .finish()
+    }
+}
+
+#[cfg(feature = "defmt")]
+impl<T: defmt::Format, const N: usize> defmt::Format for Handle<'_, T, N> {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(f, "Handle {{ slot: {}, value: {} }}", self.index, **self)
     }
 }
 

@@ -1,7 +1,9 @@
 //! A published pointer: readers load it under a guard, a writer replaces it and gets the
 //! old value back after a grace period.
 
-use super::domain::{GpCookie, Guard, Rcu, RcuError, Reader};
+use super::domain::{forever, GpCookie, Guard, Rcu, Reader, Waiting};
+use core::ops::ControlFlow;
+use crate::error::{Error, Refused};
 use crate::sync::{AtomicPtr, Ordering};
 use core::marker::PhantomData;
 use core::ptr::NonNull;
@@ -36,7 +38,21 @@ unsafe impl<T: Send + Sync, const N: usize> Sync for RcuCell<'_, T, N> {}
 unsafe impl<T: Send + Sync, const N: usize> Send for RcuCell<'_, T, N> {}
 
 impl<'a, T, const N: usize> RcuCell<'a, T, N> {
-    /// A cell publishing `initial`, protected by the read sections of `rcu`.
+    /// A cell publishing `initial`, protected by the read sections of `rcu`; usable in a
+    /// `static` (with `&'static mut` storage; [`RcuValue`](super::RcuValue) owns its
+    /// buffers instead).
+    #[cfg(not(loom))]
+    pub const fn new(rcu: &'a Rcu<N>, initial: &'a mut T) -> Self {
+        RcuCell {
+            rcu,
+            ptr: AtomicPtr::new(initial),
+            _owns: PhantomData,
+            _invariant: PhantomData,
+        }
+    }
+
+    /// A cell publishing `initial` (loom build: not `const`).
+    #[cfg(loom)]
     pub fn new(rcu: &'a Rcu<N>, initial: &'a mut T) -> Self {
         RcuCell {
             rcu,
@@ -64,11 +80,11 @@ impl<'a, T, const N: usize> RcuCell<'a, T, N> {
     /// The current value, valid for the guard's section.
     ///
     /// # Errors
-    /// [`RcuError::OtherDomain`] if `guard` belongs to another domain than the cell's.
+    /// [`Error::OtherDomain`] if `guard` belongs to another domain than the cell's.
     #[inline]
-    pub fn try_load<'g>(&'g self, guard: &'g Guard<'_, '_, N>) -> Result<&'g T, RcuError> {
+    pub fn try_load<'g>(&'g self, guard: &'g Guard<'_, '_, N>) -> Result<&'g T, Error> {
         if !core::ptr::eq(guard.domain(), self.rcu) {
-            return Err(RcuError::OtherDomain);
+            return Err(Error::OtherDomain);
         }
         let p = self.ptr.load(Ordering::Acquire);
         // SAFETY: by the type invariant `p` points to a live `T` that only readers
@@ -149,30 +165,54 @@ impl<'a, T, const N: usize> Retired<'a, T, N> {
     /// and returns the value.
     ///
     /// # Errors
-    /// With `self` back, without waiting: [`RcuError::OtherDomain`] if `reader` belongs
-    /// to another domain than the cell's; [`RcuError::InReadSection`] if waiting from
-    /// here would deadlock (see [`Reader::synchronize`]).
+    /// [`Refused`] with `self` back, without waiting: [`Error::OtherDomain`] if `reader`
+    /// belongs to another domain than the cell's; [`Error::InReadSection`] if waiting
+    /// from here would deadlock (see [`Reader::synchronize`]).
     pub fn reclaim(
         self,
         reader: &mut Reader<'_, N>,
         wait: impl FnMut(),
-    ) -> Result<&'a mut T, (RcuError, Self)> {
+    ) -> Result<&'a mut T, Refused<Self>> {
+        self.reclaim_with(reader, forever(wait))
+    }
+
+    /// [`reclaim`](Self::reclaim) with a hook that sees the wait and may give it up
+    /// (see [`Reader::synchronize_with`]).
+    ///
+    /// # Errors
+    /// As `reclaim`, and [`Error::GaveUp`] (with `self` back) when `hook` gives up.
+    pub fn reclaim_with(
+        self,
+        reader: &mut Reader<'_, N>,
+        hook: impl FnMut(&Waiting<'_, '_, N>) -> ControlFlow<()>,
+    ) -> Result<&'a mut T, Refused<Self>> {
         if !core::ptr::eq(reader.domain(), self.cookie.domain()) {
-            return Err((RcuError::OtherDomain, self));
+            return Err(Refused::new(Error::OtherDomain, self));
         }
         if let Err(e) = reader.check_can_wait() {
-            return Err((e, self));
+            return Err(Refused::new(e, self));
         }
-        if let Err(e) = reader.wait_for(self.cookie, wait) {
-            return Err((e, self));
+        if let Err(e) = reader.wait_for(self.cookie, hook) {
+            return Err(Refused::new(e, self));
         }
+        // Done: the wait above returned only once the cookie's grace period had ended.
         self.try_reclaim()
-            .map_err(|back| (RcuError::InReadSection, back))
+            .map_err(|back| Refused::new(Error::InReadSection, back))
     }
 
     /// The grace period this value waits for.
     pub fn cookie(&self) -> GpCookie<'a, N> {
         self.cookie
+    }
+
+    /// The value back, asynchronously: completes once the grace period has ended (see
+    /// [`GpCookie::wait`]). Never from a task that holds a guard of the same domain.
+    pub async fn reclaim_async(self) -> &'a mut T {
+        self.cookie.wait().await;
+        // SAFETY: by the type invariant the value is unpublished, and the grace period
+        // has ended (the await returned only then), so no read section can still hold a
+        // reference to it: this is now the only reference.
+        unsafe { &mut *self.old.as_ptr() }
     }
 }
 

@@ -1,6 +1,7 @@
 //! Deferred reclamation with bounded memory: `call_rcu` without a heap.
 
-use super::domain::{Rcu, RcuError, Reader};
+use super::domain::{forever, Rcu, Reader};
+use crate::error::{Error, Refused};
 use core::mem::ManuallyDrop;
 
 /// A fixed-capacity FIFO of retired values of one domain, each released (handed to a
@@ -78,11 +79,12 @@ impl<'d, T, const M: usize, const N: usize> DeferQueue<'d, T, M, N> {
     /// period has passed. Never blocks.
     ///
     /// # Errors
-    /// The queue is full: the value comes back unchanged (back-pressure). Try
-    /// [`collect`](Self::collect) first, or use [`defer_or_wait`](Self::defer_or_wait).
-    pub fn defer(&mut self, value: T) -> Result<(), T> {
+    /// [`Refused`] with [`Error::Full`] and the value unchanged when the queue is full
+    /// (back-pressure). Try [`collect`](Self::collect) first, or use
+    /// [`defer_or_wait`](Self::defer_or_wait).
+    pub fn defer(&mut self, value: T) -> Result<(), Refused<T>> {
         if self.len >= M {
-            return Err(value);
+            return Err(Refused::new(Error::Full, value));
         }
         let cookie = self.rcu.start_poll();
         let at = (self.head + self.len) % M; // M > len >= 0: no division by zero
@@ -121,9 +123,9 @@ impl<'d, T, const M: usize, const N: usize> DeferQueue<'d, T, M, N> {
     /// capacity 0 waits for a grace period and releases `value` at once.
     ///
     /// # Errors
-    /// With the value back, without waiting: [`RcuError::OtherDomain`] if `reader`
-    /// belongs to another domain than the queue's; [`RcuError::InReadSection`] if the
-    /// queue is full and waiting from here would deadlock (see
+    /// [`Refused`] with the value back, without waiting: [`Error::OtherDomain`] if
+    /// `reader` belongs to another domain than the queue's; [`Error::InReadSection`] if
+    /// the queue is full and waiting from here would deadlock (see
     /// [`Reader::synchronize`]).
     pub fn defer_or_wait(
         &mut self,
@@ -131,13 +133,13 @@ impl<'d, T, const M: usize, const N: usize> DeferQueue<'d, T, M, N> {
         value: T,
         wait: impl FnMut(),
         mut reclaim: impl FnMut(T),
-    ) -> Result<(), (RcuError, T)> {
+    ) -> Result<(), Refused<T>> {
         if !core::ptr::eq(reader.domain(), self.rcu) {
-            return Err((RcuError::OtherDomain, value));
+            return Err(Refused::new(Error::OtherDomain, value));
         }
         if self.is_full() && self.collect(&mut reclaim) == 0 {
             if let Err(e) = reader.check_can_wait() {
-                return Err((e, value));
+                return Err(Refused::new(e, value));
             }
             // The oldest entry's grace period frees a place; with no places at all, a
             // grace period that starts now covers `value` itself. If `wait` panics, the
@@ -148,37 +150,64 @@ impl<'d, T, const M: usize, const N: usize> DeferQueue<'d, T, M, N> {
             };
             let value = ManuallyDrop::new(value);
             // Cannot fail: same domain (checked above), allowed to wait (checked above).
-            let _ = reader.wait_for(cookie, wait);
+            let _ = reader.wait_for(cookie, forever(wait));
             let value = ManuallyDrop::into_inner(value);
             self.collect(&mut reclaim);
-            if let Err(v) = self.defer(value) {
+            if let Err(r) = self.defer(value) {
                 // Still no room (only with `M == 0`): the grace period we waited for
-                // started after the caller unpublished `v`, so it is released now.
-                reclaim(v);
+                // started after the caller unpublished the value, so it is released now.
+                reclaim(r.value);
             }
             return Ok(());
         }
-        if let Err(v) = self.defer(value) {
-            reclaim(v); // unreachable: not full, or just collected one
+        if let Err(r) = self.defer(value) {
+            reclaim(r.value); // unreachable: not full, or just collected one
         }
         Ok(())
+    }
+
+    /// Defers `value`; if the queue is full, first awaits the oldest value's grace period
+    /// and releases it (the async form of [`defer_or_wait`](Self::defer_or_wait); see
+    /// [`GpCookie::wait`](super::GpCookie::wait) for how it waits). A queue of capacity 0
+    /// awaits a grace period and releases `value` at once. Never from a task that holds a
+    /// guard of the same domain.
+    pub async fn defer_async(&mut self, value: T, mut reclaim: impl FnMut(T)) {
+        if self.is_full() && self.collect(&mut reclaim) == 0 {
+            let cookie = match self.items[..].get(self.head).and_then(Option::as_ref) {
+                Some(&(target, _)) => self.rcu.cookie_from_raw(target),
+                None => self.rcu.start_poll(),
+            };
+            // If the task is dropped while waiting, the value is leaked rather than
+            // dropped before its grace period.
+            let value = ManuallyDrop::new(value);
+            cookie.wait().await;
+            let value = ManuallyDrop::into_inner(value);
+            self.collect(&mut reclaim);
+            if let Err(r) = self.defer(value) {
+                reclaim(r.value); // M == 0: the grace period we awaited covers it
+            }
+            return;
+        }
+        if let Err(r) = self.defer(value) {
+            reclaim(r.value); // unreachable: not full, or just collected one
+        }
     }
 
     /// Waits for the grace period of the newest value and releases every pending value
     /// (`rcu_barrier`). Returns how many it released.
     ///
     /// # Errors
-    /// Without waiting or releasing anything: [`RcuError::OtherDomain`] if `reader`
-    /// belongs to another domain; [`RcuError::InReadSection`] if waiting from here would
+    /// Without waiting or releasing anything: [`Error::OtherDomain`] if `reader`
+    /// belongs to another domain; [`Error::InReadSection`] if waiting from here would
     /// deadlock (see [`Reader::synchronize`]).
     pub fn barrier(
         &mut self,
         reader: &mut Reader<'_, N>,
         wait: impl FnMut(),
         reclaim: impl FnMut(T),
-    ) -> Result<usize, RcuError> {
+    ) -> Result<usize, Error> {
         if !core::ptr::eq(reader.domain(), self.rcu) {
-            return Err(RcuError::OtherDomain);
+            return Err(Error::OtherDomain);
         }
         if self.is_empty() {
             return Ok(0);
@@ -186,7 +215,7 @@ impl<'d, T, const M: usize, const N: usize> DeferQueue<'d, T, M, N> {
         reader.check_can_wait()?;
         let newest = (self.head + self.len - 1) % M; // len >= 1, so M >= 1
         if let Some(&(target, _)) = self.items[..].get(newest).and_then(Option::as_ref) {
-            reader.wait_for(self.rcu.cookie_from_raw(target), wait)?;
+            reader.wait_for(self.rcu.cookie_from_raw(target), forever(wait))?;
         }
         Ok(self.collect(reclaim))
     }

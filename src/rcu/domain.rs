@@ -6,32 +6,9 @@ use crate::sync::AtomicBool;
 use crate::sync::AtomicU32;
 use crate::sync::Ordering::{Acquire, Relaxed, Release, SeqCst};
 use core::marker::PhantomData;
+use core::ops::ControlFlow;
 
-/// Errors the RCU API reports instead of panicking or blocking.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[non_exhaustive]
-pub enum RcuError {
-    /// Every reader slot of the domain is taken.
-    NoFreeSlot,
-    /// A blocking wait was asked for from inside a read section: it would wait for
-    /// itself forever. Reported when the waiting reader's own section is open (a leaked
-    /// guard) and, in debug builds with feature `std`, when another reader of the same
-    /// domain on the calling thread is inside a section.
-    InReadSection,
-    /// A reader, cookie or guard of one domain was used with another domain.
-    OtherDomain,
-}
-
-impl core::fmt::Display for RcuError {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str(match self {
-            RcuError::NoFreeSlot => "every RCU reader slot is taken",
-            RcuError::InReadSection => "a grace period cannot be waited for inside a read section",
-            RcuError::OtherDomain => "an object of another RCU domain was used",
-        })
-    }
-}
+use crate::error::Error;
 
 // ---- the grace-period counter --------------------------------------------------------
 
@@ -132,6 +109,48 @@ impl<const N: usize> Rcu<N> {
         Self::new_at(0)
     }
 
+    /// A domain whose first `dedicated` slots are reserved for [`ContextReader`]s (one
+    /// per CPU, or per interrupt priority level that reads); [`register`](Self::register)
+    /// and [`read`](Self::read) use the rest. A `dedicated` above `N` fails at compile
+    /// time in a `static`.
+    #[cfg(not(loom))]
+    pub const fn with_dedicated(dedicated: usize) -> Self {
+        assert!(dedicated <= N, "more dedicated slots than slots");
+        let mut rcu = Self::new();
+        let mut i = 0;
+        while i < dedicated {
+            // INVARIANT: a dedicated slot is claimed from the start and never freed, so
+            // `register` cannot take it.
+            rcu.slots[i] = Line(AtomicU32::new(CLAIMED));
+            i += 1;
+        }
+        rcu
+    }
+
+    /// The reader of dedicated slot `slot`, for one context: usable in a `static`.
+    ///
+    /// # Safety
+    /// * `slot` is below the `dedicated` count this domain was created with
+    ///   ([`with_dedicated`](Self::with_dedicated));
+    /// * every `ContextReader` of that slot (there may be copies, and several calls) is
+    ///   used from one context only: one CPU's thread of execution, or one interrupt
+    ///   priority level, **plus** the interrupt or trap handlers that preempt that
+    ///   context on the same core;
+    /// * a handler that uses it leaves every section it entered before it returns (it
+    ///   holds no guard across its return; leaking one with `mem::forget` is allowed:
+    ///   that level is then lost, which is harmless).
+    ///
+    /// Two contexts that could run at the same time on different cores, or a context
+    /// that migrates between cores in the middle of a section, break the slot's
+    /// single-writer protocol: memory safety of the domain's readers then fails.
+    pub const unsafe fn context_reader(&self, slot: usize) -> ContextReader<'_, N> {
+        assert!(slot < N, "no such slot");
+        // INVARIANT: the caller promised the contract above.
+        ContextReader {
+            at: At { rcu: self, slot },
+        }
+    }
+
     /// A domain whose grace-period counter starts at `gp` (tests of the wrap-around).
     #[cfg(not(loom))]
     #[doc(hidden)]
@@ -169,8 +188,8 @@ impl<const N: usize> Rcu<N> {
     /// priority level). The slot is freed when the [`Reader`] is dropped.
     ///
     /// # Errors
-    /// [`RcuError::NoFreeSlot`] when all `N` slots are claimed.
-    pub fn register(&self) -> Result<Reader<'_, N>, RcuError> {
+    /// [`Error::NoFreeSlot`] when all `N` slots are claimed.
+    pub fn register(&self) -> Result<Reader<'_, N>, Error> {
         for (i, s) in self.slots.iter().enumerate() {
             let s = &s.0;
             // Acquire: pairs with the Release store of 0 that freed the slot.
@@ -178,21 +197,20 @@ impl<const N: usize> Rcu<N> {
                 // INVARIANT: i < N (an index of `slots`); our exchange claimed slot i, so
                 // we are its only writer from now on; it is offline (CLAIMED).
                 return Ok(Reader {
-                    rcu: self,
-                    slot: i,
+                    at: At { rcu: self, slot: i },
                     _not_send: PhantomData,
                 });
             }
         }
-        Err(RcuError::NoFreeSlot)
+        Err(Error::NoFreeSlot)
     }
 
     /// Runs `f` in a read section on a slot claimed for the call: for interrupt
     /// handlers and other short-lived contexts that hold no [`Reader`].
     ///
     /// # Errors
-    /// [`RcuError::NoFreeSlot`] when all `N` slots are claimed; `f` does not run.
-    pub fn read<R>(&self, f: impl FnOnce(&Guard<'_, '_, N>) -> R) -> Result<R, RcuError> {
+    /// [`Error::NoFreeSlot`] when all `N` slots are claimed; `f` does not run.
+    pub fn read<R>(&self, f: impl FnOnce(&Guard<'_, '_, N>) -> R) -> Result<R, Error> {
         let reader = self.register()?;
         let guard = reader.lock();
         Ok(f(&guard))
@@ -416,10 +434,61 @@ impl<'d, const N: usize> GpCookie<'d, N> {
         self.rcu
     }
 
+    /// The reader slots holding this grace period up right now: online with the phase
+    /// that the current (or, between waits, the next) wait waits for. Empty once done.
+    /// For stall reports: the slot identifies the context (its `Reader::slot`, or the
+    /// dedicated slot of a `ContextReader`). A snapshot, slot by slot.
+    pub fn holdouts(&self) -> Holdouts<'d, N> {
+        let g = self.rcu.gp.0.load(Acquire);
+        Holdouts {
+            rcu: self.rcu,
+            next: if reached(g, self.target) { N } else { 0 },
+            waits_for: phase(g | 1) ^ 1,
+        }
+    }
+
+    /// A future that completes once the grace period has ended (see
+    /// [`rcu::wait`](super::wait): it re-polls, needing nothing from the executor).
+    pub fn wait(self) -> super::wait::GracePeriod<'d, N> {
+        super::wait::GracePeriod::new(self)
+    }
+
     /// The cookie as a number, to keep it in an atomic; [`Rcu::cookie_from_raw`] of the
     /// same domain turns it back.
     pub fn into_raw(self) -> u32 {
         self.target
+    }
+}
+
+#[cfg(feature = "defmt")]
+impl<const N: usize> defmt::Format for GpCookie<'_, N> {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(f, "GpCookie {{ target: {=u32}, done: {=bool} }}", self.target, self.is_done())
+    }
+}
+
+#[cfg(feature = "defmt")]
+impl<const N: usize> defmt::Format for Rcu<N> {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(
+            f,
+            "Rcu {{ slots: {=usize}, readers: {=usize}, gp: {=u32} }}",
+            N,
+            self.readers(),
+            self.gp_counter()
+        )
+    }
+}
+
+#[cfg(feature = "defmt")]
+impl<const N: usize> defmt::Format for Reader<'_, N> {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(
+            f,
+            "Reader {{ slot: {=usize}, in_read_section: {=bool} }}",
+            self.at.slot,
+            self.in_read_section()
+        )
     }
 }
 
@@ -440,31 +509,31 @@ impl<const N: usize> core::fmt::Debug for GpCookie<'_, N> {
     }
 }
 
-/// A registered reader: owns one slot of its domain. Not `Send`/`Sync`: one context
-/// (thread, hart, interrupt level) uses it, which is what lets the read side use plain
-/// loads and stores.
-pub struct Reader<'d, const N: usize> {
-    // INVARIANT: `slot < N`, and `self` claimed `rcu.slots[slot]`, so it is the only
-    // writer of that slot.
+/// A reader slot and its domain: what `Reader`, `ContextReader` and `Guard` act on.
+#[derive(Clone, Copy)]
+struct At<'d, const N: usize> {
+    // INVARIANT: `slot < N`, and whoever holds this `At` is, by its owner's invariant,
+    // the only writer of that slot (a `Reader` claimed it; a `ContextReader`'s creator
+    // promised it).
     rcu: &'d Rcu<N>,
     slot: usize,
-    _not_send: PhantomData<*mut ()>,
 }
 
-impl<'d, const N: usize> Reader<'d, N> {
-    /// This reader's slot, without a bounds check on the read-side fast path.
+impl<'d, const N: usize> At<'d, N> {
+    /// The slot word, without a bounds check on the read-side fast path.
     #[inline(always)]
-    fn my_slot(&self) -> &'d AtomicU32 {
+    fn word(&self) -> &'d AtomicU32 {
         // SAFETY: by the type invariant `self.slot < N`, the length of `slots`.
         unsafe { &self.rcu.slots.get_unchecked(self.slot).0 }
     }
 
-    /// Enters a read section (or nests in the current one). The section ends when the
-    /// outermost guard is dropped.
-    #[inline]
-    pub fn lock(&self) -> Guard<'_, 'd, N> {
-        let slot = self.my_slot();
-        // By the type invariant nobody else writes the slot: load + store is exact.
+    /// Enters a read section or nests in the current one.
+    #[inline(always)]
+    fn enter(&self) {
+        let slot = self.word();
+        // By the type invariant nobody else writes the slot (an interrupt handler that
+        // nests on it restores it before the code it interrupted resumes): load + store
+        // is exact.
         let v = slot.load(Relaxed);
         if !online(v) {
             let p = phase(self.rcu.gp.0.load(Relaxed));
@@ -473,9 +542,9 @@ impl<'d, const N: usize> Reader<'d, N> {
                 slot.store(entered, Relaxed);
             } else {
                 // Release, like every store to a slot: a scan that reads this value
-                // (rather than the 0 of the previous section's unlock) must still
-                // synchronise with everything before it, the previous section's reads
-                // included. A relaxed store would end the unlock's release sequence.
+                // (rather than the previous section's unlock) must still synchronise with
+                // everything before it, the previous section's reads included. A relaxed
+                // store would end the unlock's release sequence.
                 crate::sync::reader_release_store(slot, entered);
             }
             if !mutant!(NoReaderFence) {
@@ -485,8 +554,171 @@ impl<'d, const N: usize> Reader<'d, N> {
         } else if v < STICKY {
             crate::sync::reader_release_store(slot, v + ONE_LEVEL);
         }
+    }
+
+    /// Leaves one level of the section.
+    #[inline(always)]
+    fn leave(&self) {
+        let slot = self.word();
+        let v = slot.load(Relaxed);
+        if v < 2 * ONE_LEVEL || mutant!(NestingIgnored) {
+            // Outermost: the section's loads happen before a writer's Acquire sees it.
+            crate::sync::reader_release_store(slot, CLAIMED);
+            open_sections::left(self.rcu.section_key());
+        } else if v < STICKY {
+            crate::sync::reader_release_store(slot, v - ONE_LEVEL);
+        }
+    }
+
+    fn in_read_section(&self) -> bool {
+        online(self.word().load(Relaxed))
+    }
+
+    /// `Err(InReadSection)` if a blocking wait from here would wait for itself.
+    fn check_can_wait(&self) -> Result<(), Error> {
+        if self.in_read_section() || open_sections::any(self.rcu.section_key()) {
+            return Err(Error::InReadSection);
+        }
+        Ok(())
+    }
+
+    /// Waits for `cookie` (of this domain), asking `hook` between polls whether to go on.
+    fn wait_for(
+        &self,
+        cookie: GpCookie<'_, N>,
+        mut hook: impl FnMut(&Waiting<'_, '_, N>) -> ControlFlow<()>,
+    ) -> Result<(), Error> {
+        if !core::ptr::eq(cookie.rcu, self.rcu) {
+            return Err(Error::OtherDomain);
+        }
+        let mut attempts = 0u32;
+        while !cookie.poll() {
+            attempts = attempts.saturating_add(1);
+            let w = Waiting {
+                cookie: &cookie,
+                attempts,
+            };
+            if hook(&w).is_break() {
+                return Err(Error::GaveUp);
+            }
+        }
+        Ok(())
+    }
+
+    fn synchronize_with(
+        &self,
+        hook: impl FnMut(&Waiting<'_, '_, N>) -> ControlFlow<()>,
+    ) -> Result<(), Error> {
+        self.check_can_wait()?;
+        let cookie = self.rcu.start_poll();
+        self.wait_for(cookie, hook)
+    }
+}
+
+/// The state of a blocking wait, shown to its hook between attempts (see
+/// [`Reader::synchronize_with`]).
+pub struct Waiting<'c, 'd, const N: usize> {
+    cookie: &'c GpCookie<'d, N>,
+    attempts: u32,
+}
+
+impl<'d, const N: usize> Waiting<'_, 'd, N> {
+    /// The grace period being waited for.
+    pub fn cookie(&self) -> GpCookie<'d, N> {
+        *self.cookie
+    }
+
+    /// How many times the grace period has been polled without ending (1 the first time
+    /// the hook runs).
+    pub fn attempts(&self) -> u32 {
+        self.attempts
+    }
+
+    /// The reader slots holding the grace period up right now (see
+    /// [`GpCookie::holdouts`]).
+    pub fn holdouts(&self) -> Holdouts<'d, N> {
+        self.cookie.holdouts()
+    }
+}
+
+/// Turns a plain wait hook (`FnMut()`) into one that never gives up.
+pub(crate) fn forever<const N: usize>(
+    mut wait: impl FnMut(),
+) -> impl FnMut(&Waiting<'_, '_, N>) -> ControlFlow<()> {
+    move |_| {
+        wait();
+        ControlFlow::Continue(())
+    }
+}
+
+/// A reader slot holding a grace period up (see [`GpCookie::holdouts`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Holdout {
+    /// The slot: a `Reader`'s [`slot`](Reader::slot), or a dedicated slot.
+    pub slot: usize,
+    /// How deeply nested its section is (1: not nested).
+    pub nesting: u32,
+    /// The phase its section started in.
+    pub phase: u32,
+}
+
+/// The slots holding a grace period up, as an iterator (see [`GpCookie::holdouts`]).
+pub struct Holdouts<'d, const N: usize> {
+    rcu: &'d Rcu<N>,
+    next: usize,
+    waits_for: u32,
+}
+
+impl<const N: usize> Iterator for Holdouts<'_, N> {
+    type Item = Holdout;
+    fn next(&mut self) -> Option<Holdout> {
+        while self.next < N {
+            let slot = self.next;
+            self.next += 1;
+            let v = self.rcu.slots[slot].0.load(Relaxed);
+            if online(v) && (v >> 1) & 1 == self.waits_for {
+                return Some(Holdout {
+                    slot,
+                    nesting: v / ONE_LEVEL,
+                    phase: (v >> 1) & 1,
+                });
+            }
+        }
+        None
+    }
+}
+
+impl<const N: usize> core::fmt::Debug for Holdouts<'_, N> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let rest = Holdouts { ..*self };
+        f.debug_list().entries(rest).finish()
+    }
+}
+
+impl<const N: usize> Clone for Holdouts<'_, N> {
+    fn clone(&self) -> Self {
+        Holdouts { ..*self }
+    }
+}
+
+/// A registered reader: owns one slot of its domain. Not `Send`/`Sync`: one context
+/// (thread, hart, interrupt level) uses it, which is what lets the read side use plain
+/// loads and stores.
+pub struct Reader<'d, const N: usize> {
+    // INVARIANT: `at.slot < N`, and `self` claimed that slot, so it is its only writer.
+    at: At<'d, N>,
+    _not_send: PhantomData<*mut ()>,
+}
+
+impl<'d, const N: usize> Reader<'d, N> {
+    /// Enters a read section (or nests in the current one). The section ends when the
+    /// outermost guard is dropped.
+    #[inline]
+    pub fn lock(&self) -> Guard<'_, 'd, N> {
+        self.at.enter();
         Guard {
-            reader: self,
+            at: &self.at,
             _not_send: PhantomData,
         }
     }
@@ -499,69 +731,72 @@ impl<'d, const N: usize> Reader<'d, N> {
 
     /// Whether this reader is inside a read section.
     pub fn in_read_section(&self) -> bool {
-        online(self.my_slot().load(Relaxed))
+        self.at.in_read_section()
     }
 
     /// The domain this reader belongs to.
     pub fn domain(&self) -> &'d Rcu<N> {
-        self.rcu
+        self.at.rcu
     }
 
     /// The index of this reader's slot in its domain (diagnostics).
     pub fn slot(&self) -> usize {
-        self.slot
+        self.at.slot
     }
 
     /// Waits until every read section that was running when it was called has ended,
     /// calling `wait` between attempts (spin, yield, `wfi`, an RTOS sleep).
     ///
     /// # Errors
-    /// [`RcuError::InReadSection`], without waiting, if this reader is inside a read
+    /// [`Error::InReadSection`], without waiting, if this reader is inside a read
     /// section (possible only after leaking a guard with `mem::forget`) or, in debug
     /// builds with feature `std`, if another reader of this domain on the calling thread
-    /// is. Waiting
-    /// there would deadlock. Without `std` a section of another reader of the same
-    /// context cannot be detected: do not wait inside one.
-    pub fn synchronize(&mut self, wait: impl FnMut()) -> Result<(), RcuError> {
-        self.check_can_wait()?;
-        let cookie = self.rcu.start_poll();
-        self.wait_for(cookie, wait)
+    /// is. Waiting there would deadlock. Without `std` a section of another reader of
+    /// the same context cannot be detected: do not wait inside one.
+    pub fn synchronize(&mut self, wait: impl FnMut()) -> Result<(), Error> {
+        self.at.synchronize_with(forever(wait))
+    }
+
+    /// [`synchronize`](Self::synchronize) with a hook that sees the wait
+    /// ([`Waiting`]: attempts, the holdouts) and may give it up: a deadline, a stall
+    /// report, an RTOS sleep.
+    ///
+    /// # Errors
+    /// As `synchronize`, and [`Error::GaveUp`] when `hook` returns
+    /// `ControlFlow::Break`: nothing is left half done (a grace period that was under
+    /// way goes on with the next poll of any context).
+    pub fn synchronize_with(
+        &mut self,
+        hook: impl FnMut(&Waiting<'_, '_, N>) -> ControlFlow<()>,
+    ) -> Result<(), Error> {
+        self.at.synchronize_with(hook)
     }
 
     /// `Err(InReadSection)` if a blocking wait from here would wait for itself.
-    pub(crate) fn check_can_wait(&self) -> Result<(), RcuError> {
-        if self.in_read_section() || open_sections::any(self.rcu.section_key()) {
-            return Err(RcuError::InReadSection);
-        }
-        Ok(())
+    pub(crate) fn check_can_wait(&self) -> Result<(), Error> {
+        self.at.check_can_wait()
     }
 
-    /// Waits for `cookie` (of this reader's domain) to be done, calling `wait` between
-    /// polls; the caller has checked that it may wait.
+    /// Waits for `cookie` (of this reader's domain), asking `hook` between polls; the
+    /// caller has checked that it may wait.
     pub(crate) fn wait_for(
         &mut self,
         cookie: GpCookie<'_, N>,
-        mut wait: impl FnMut(),
-    ) -> Result<(), RcuError> {
-        if !core::ptr::eq(cookie.rcu, self.rcu) {
-            return Err(RcuError::OtherDomain);
-        }
-        while !cookie.poll() {
-            wait();
-        }
-        Ok(())
+        hook: impl FnMut(&Waiting<'_, '_, N>) -> ControlFlow<()>,
+    ) -> Result<(), Error> {
+        self.at.wait_for(cookie, hook)
     }
 }
 
 impl<const N: usize> Drop for Reader<'_, N> {
     fn drop(&mut self) {
-        let slot = self.my_slot();
+        let slot = self.at.word();
         if online(slot.load(Relaxed)) {
             // A guard was leaked (`mem::forget`). Guards borrow the reader, so none is
             // alive now, and every reference read under the leaked one was bounded by a
             // borrow of the reader that has ended: ending the section is sound, and
             // leaving it open would stall every later grace period of the domain.
-            open_sections::left(self.rcu.section_key());
+            open_sections::left(self.at.rcu.section_key());
         }
         // Ends any (leaked) section and frees the slot in one Release store.
         crate::sync::reader_release_store(slot, 0);
@@ -571,7 +806,92 @@ impl<const N: usize> Drop for Reader<'_, N> {
 impl<const N: usize> core::fmt::Debug for Reader<'_, N> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Reader")
-            .field("slot", &self.slot)
+            .field("slot", &self.at.slot)
+            .field("in_read_section", &self.in_read_section())
+            .finish()
+    }
+}
+
+/// A reader for one CPU (hart, core) or one interrupt priority level, on a slot the
+/// domain reserved for it ([`Rcu::with_dedicated`]): `const`-constructible, `Copy`,
+/// `Send` and `Sync`, so it can live in a `static` and be used from the trap or
+/// interrupt handlers of its context without claiming a slot per section.
+///
+/// Interrupt handlers of the same core may nest sections on it while the code they
+/// interrupted is in one, at any point: a handler enters and leaves its sections before
+/// it returns, so the slot is as the interrupted code left it when it resumes (its
+/// load-then-store of the slot cannot lose the handler's update). The handler's section
+/// lies inside the interrupted one, or is a section of its own if none was open.
+///
+/// Obtained only through the `unsafe` [`Rcu::context_reader`], whose contract is what
+/// makes this sound.
+#[derive(Clone, Copy)]
+pub struct ContextReader<'d, const N: usize> {
+    // INVARIANT: `at.slot` is one of the domain's dedicated slots, and the creator
+    // promised `Rcu::context_reader`'s contract: it is only used from one context and
+    // the interrupt handlers that preempt that context on its core.
+    at: At<'d, N>,
+}
+
+// SAFETY: by the creator's promise (`Rcu::context_reader`) the slot is only written from
+// one context and the handlers that preempt it on the same core, whatever thread holds
+// the value; sharing or moving the value between threads does not change who uses it.
+unsafe impl<const N: usize> Send for ContextReader<'_, N> {}
+// SAFETY: as above.
+unsafe impl<const N: usize> Sync for ContextReader<'_, N> {}
+
+impl<'d, const N: usize> ContextReader<'d, N> {
+    /// Enters a read section (or nests in the current one of this context, an
+    /// interrupted one included). The section ends when the outermost guard is dropped.
+    #[inline]
+    pub fn lock(&self) -> Guard<'_, 'd, N> {
+        self.at.enter();
+        Guard {
+            at: &self.at,
+            _not_send: PhantomData,
+        }
+    }
+
+    /// Runs `f` inside a read section.
+    #[inline]
+    pub fn read<R>(&self, f: impl FnOnce(&Guard<'_, 'd, N>) -> R) -> R {
+        f(&self.lock())
+    }
+
+    /// Whether this context is inside a read section.
+    pub fn in_read_section(&self) -> bool {
+        self.at.in_read_section()
+    }
+
+    /// The domain.
+    pub fn domain(&self) -> &'d Rcu<N> {
+        self.at.rcu
+    }
+
+    /// The slot index.
+    pub fn slot(&self) -> usize {
+        self.at.slot
+    }
+
+    /// Waits for a grace period (see [`Reader::synchronize_with`]). Only from the
+    /// context itself, never from one of its interrupt handlers while it may be inside
+    /// a section on another slot of the same domain.
+    ///
+    /// # Errors
+    /// [`Error::InReadSection`] if this context is inside a section (the wait would
+    /// wait for itself); [`Error::GaveUp`] when `hook` returns `ControlFlow::Break`.
+    pub fn synchronize_with(
+        &self,
+        hook: impl FnMut(&Waiting<'_, '_, N>) -> ControlFlow<()>,
+    ) -> Result<(), Error> {
+        self.at.synchronize_with(hook)
+    }
+}
+
+impl<const N: usize> core::fmt::Debug for ContextReader<'_, N> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("ContextReader")
+            .field("slot", &self.at.slot)
             .field("in_read_section", &self.in_read_section())
             .finish()
     }
@@ -580,42 +900,32 @@ impl<const N: usize> core::fmt::Debug for Reader<'_, N> {
 /// Evidence of a read section: references read under it live no longer than it.
 /// Not `Send`: a section belongs to the context that entered it.
 pub struct Guard<'r, 'd, const N: usize> {
-    reader: &'r Reader<'d, N>,
+    at: &'r At<'d, N>,
     _not_send: PhantomData<*mut ()>,
 }
 
 impl<'d, const N: usize> Guard<'_, 'd, N> {
     /// The domain this section belongs to.
     pub fn domain(&self) -> &'d Rcu<N> {
-        self.reader.rcu
+        self.at.rcu
     }
 }
 
 impl<const N: usize> Drop for Guard<'_, '_, N> {
     #[inline]
     fn drop(&mut self) {
-        let slot = self.reader.my_slot();
-        let v = slot.load(Relaxed);
-        if v < 2 * ONE_LEVEL || mutant!(NestingIgnored) {
-            // Outermost: the section's loads happen before a writer's Acquire sees it.
-            crate::sync::reader_release_store(slot, CLAIMED);
-            open_sections::left(self.reader.rcu.section_key());
-        } else if v < STICKY {
-            crate::sync::reader_release_store(slot, v - ONE_LEVEL);
-        }
+        self.at.leave();
     }
 }
 
 impl<const N: usize> core::fmt::Debug for Guard<'_, '_, N> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Guard")
-            .field("slot", &self.reader.slot)
-            .finish()
+        f.debug_struct("Guard").field("slot", &self.at.slot).finish()
     }
 }
 
 /// Whether this build reports a blocking wait inside a read section of *another* reader
-/// of the same domain on the calling thread as [`RcuError::InReadSection`] (debug
+/// of the same domain on the calling thread as [`Error::InReadSection`] (debug
 /// builds with feature `std`). Without it such a wait deadlocks; a wait inside the
 /// waiting reader's own section is reported in every build.
 pub const DETECTS_WAIT_IN_OTHER_SECTION: bool =

@@ -118,7 +118,7 @@
 //! * Blocking: [`Reader::synchronize`] drives the grace period and calls your wait hook
 //!   between attempts (spin, yield, `wfi`, an RTOS sleep). It takes `&mut self`, so it
 //!   cannot be called while a guard of the same reader is alive; a leaked guard
-//!   (`mem::forget`) makes it return [`RcuError::InReadSection`] instead of waiting for
+//!   (`mem::forget`) makes it return [`Error::InReadSection`] instead of waiting for
 //!   itself. In debug builds with feature `std`, so does a section of *another* reader
 //!   of the same domain on the calling thread; without `std` that case cannot be seen
 //!   and would deadlock: never wait inside a read section.
@@ -176,11 +176,18 @@
 mod cell;
 mod defer;
 mod domain;
+mod value;
 pub mod heavy;
+pub mod wait;
 
 pub use cell::{RcuCell, Retired};
 pub use defer::DeferQueue;
-pub use domain::{GpCookie, Guard, Rcu, RcuError, Reader, DETECTS_WAIT_IN_OTHER_SECTION};
+pub use value::RcuValue;
+pub use domain::{
+    ContextReader, GpCookie, Guard, Holdout, Holdouts, Rcu, Reader, Waiting,
+    DETECTS_WAIT_IN_OTHER_SECTION,
+};
 pub use heavy::HeavyFence;
+pub use wait::{Deadline, GracePeriod, StallDetector};
 #[cfg(all(feature = "membarrier", target_os = "linux"))]
 pub use heavy::Membarrier;

@@ -5,7 +5,7 @@
 
 use core::sync::atomic::Ordering::Relaxed;
 use portable_atomic::{AtomicBool, AtomicU32};
-use rcuref::{Pool, PoolCell, PoolFull, Rcu};
+use rcuref::{Error, Pool, PoolCell, Rcu, Refused};
 
 /// Counts drops, to check that every value is dropped exactly once.
 pub struct Counted<'a>(pub u32, pub &'a AtomicU32);
@@ -25,7 +25,13 @@ pub fn alloc_free_reuse() {
     let c = POOL.alloc(Counted(3, &DROPS)).ok().unwrap();
     assert_eq!(POOL.in_use(), 3);
     match POOL.alloc(Counted(4, &DROPS)) {
-        Err(PoolFull(v)) => assert_eq!(v.0, 4, "the value must come back"),
+        Err(Refused {
+            error: Error::Full,
+            value,
+        }) => {
+            assert_eq!(value.0, 4, "the value must come back")
+        }
+        Err(other) => panic!("wrong error {:?}", other.error),
         Ok(_) => panic!("allocated past capacity"),
     }
     assert_eq!(DROPS.load(Relaxed), 1, "only the refused value was dropped");
@@ -257,7 +263,7 @@ impl World {
                 self.stats.exhausted_run.store(0, Relaxed);
                 drop(self.cells[k as usize].replace(Some(h)));
             }
-            Err(PoolFull(v)) => {
+            Err(Refused { value: v, .. }) => {
                 self.stats.exhausted.fetch_add(1, Relaxed);
                 core::mem::forget(v); // never constructed in the pool: no drop to count
                                       // Readers hold a few handles at most, briefly: a pool that stays full

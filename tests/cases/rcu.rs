@@ -5,7 +5,7 @@
 
 use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use portable_atomic::{AtomicBool, AtomicU32};
-use rcuref::{DeferQueue, Rcu, RcuCell, RcuError};
+use rcuref::{ContextReader, DeferQueue, Error, Rcu, RcuCell, RcuValue, Refused};
 
 /// Test 14: dropping an inner guard does not end the section.
 pub fn nested_sections() {
@@ -125,8 +125,8 @@ pub fn slots_run_out() {
     static RCU: Rcu<2> = Rcu::new();
     let a = RCU.register().unwrap();
     let b = RCU.register().unwrap();
-    assert!(matches!(RCU.register(), Err(RcuError::NoFreeSlot)));
-    assert!(matches!(RCU.read(|_| ()), Err(RcuError::NoFreeSlot)));
+    assert!(matches!(RCU.register(), Err(Error::NoFreeSlot)));
+    assert!(matches!(RCU.read(|_| ()), Err(Error::NoFreeSlot)));
     drop(a);
     assert_eq!(RCU.read(|_| 7), Ok(7));
     drop(b);
@@ -143,7 +143,14 @@ pub fn defer_queue_is_bounded() {
     let guard = reader.lock();
     assert_eq!(q.defer(1), Ok(()));
     assert_eq!(q.defer(2), Ok(()));
-    assert_eq!(q.defer(3), Err(3), "a full queue must hand the value back");
+    assert_eq!(
+        q.defer(3),
+        Err(Refused {
+            error: Error::Full,
+            value: 3
+        }),
+        "a full queue must hand the value back"
+    );
     let mut got = [0u32; 4];
     let mut n = 0;
     assert_eq!(q.collect(|_| ()), 0, "released while a reader was inside");
@@ -235,9 +242,107 @@ pub fn layout_matches_the_padding_choice() {
     }
 }
 
+/// A reader dedicated to one context (a CPU, an interrupt level): in a `static`, on a
+/// slot `register` never hands out; sections nest on it (as an interrupt handler's would
+/// inside the code it interrupted); a cookie taken inside names it as the holdout; a wait
+/// from inside is refused.
+pub fn context_readers_nest_and_report() {
+    static RCU: Rcu<3> = Rcu::with_dedicated(1);
+    // SAFETY: (test) slot 0 is dedicated, and only this test's context uses CTX.
+    static CTX: ContextReader<'static, 3> = unsafe { RCU.context_reader(0) };
+    assert_eq!(RCU.readers(), 1, "the dedicated slot counts as claimed");
+    let a = RCU.register().unwrap();
+    let b = RCU.register().unwrap();
+    assert!(
+        a.slot() != 0 && b.slot() != 0,
+        "register handed out a dedicated slot"
+    );
+    assert!(matches!(RCU.register(), Err(Error::NoFreeSlot)));
+    drop((a, b));
+    let outer = CTX.lock();
+    let cookie = RCU.start_poll();
+    {
+        let _inner = CTX.lock(); // a handler nesting on its context's slot
+        assert!(!cookie.poll());
+    }
+    assert!(
+        !cookie.poll(),
+        "leaving the nested section ended the outer one"
+    );
+    let mut holdouts = cookie.holdouts();
+    let h = holdouts
+        .next()
+        .expect("the context holds the grace period up");
+    assert!(h.slot == 0 && h.nesting == 1, "wrong holdout");
+    assert!(holdouts.next().is_none());
+    assert_eq!(
+        CTX.synchronize_with(|_| core::ops::ControlFlow::Continue(())),
+        Err(Error::InReadSection)
+    );
+    drop(outer);
+    assert!(cookie.poll());
+    assert!(
+        cookie.holdouts().next().is_none(),
+        "holdouts of a finished grace period"
+    );
+    assert_eq!(
+        CTX.synchronize_with(|_| core::ops::ControlFlow::Continue(())),
+        Ok(())
+    );
+}
+
+/// RcuValue: a `static` that owns its buffers. A replacement needs a free buffer (or one
+/// whose grace period has ended); the replaced value is dropped only after its grace
+/// period; writers never wait in `try_replace`.
+pub fn rcu_value_reuses_buffers_after_grace_periods() {
+    static DROPS: AtomicU32 = AtomicU32::new(0);
+    struct V(u32);
+    impl Drop for V {
+        fn drop(&mut self) {
+            DROPS.fetch_add(1, Relaxed);
+        }
+    }
+    static RCU: Rcu<2> = Rcu::new();
+    static VALUE: RcuValue<'static, V, 2, 2> = RcuValue::new(&RCU, V(1));
+    let reader = RCU.register().unwrap();
+    let mut writer = RCU.register().unwrap();
+    let g = reader.lock();
+    assert_eq!(VALUE.load(&g).0, 1);
+    assert!(VALUE.try_replace(V(2)).is_ok(), "the spare buffer was free");
+    assert_eq!(
+        VALUE.load(&g).0,
+        2,
+        "a section sees the new value after replace"
+    );
+    match VALUE.try_replace(V(3)) {
+        Err(Refused {
+            error: Error::Full,
+            value,
+        }) => assert_eq!(value.0, 3),
+        _ => panic!("replaced while the old value's readers may still be inside"),
+    }
+    assert_eq!(DROPS.load(Relaxed), 1, "only the refused value was dropped");
+    drop(g);
+    assert!(
+        VALUE.try_replace(V(4)).is_ok(),
+        "the old buffer's grace period has ended"
+    );
+    assert_eq!(
+        DROPS.load(Relaxed),
+        2,
+        "V(1) dropped when its buffer was reused"
+    );
+    assert_eq!(reader.read(|g| VALUE.load(g).0), 4);
+    // The blocking form, with nobody inside: the retired buffer is free at once. (Waiting
+    // for a reader of another context: the host's `rcu_value_waits_for_readers`.)
+    assert!(VALUE.replace(&mut writer, V(5), || ()).is_ok());
+    assert_eq!(reader.read(|g| VALUE.load(g).0), 5);
+    assert_eq!(DROPS.load(Relaxed), 3);
+}
+
 /// Test 16 (body): a blocking wait with a leaked guard. Returns what synchronize said
 /// (an error in every build, never a hang).
-pub fn synchronize_in_read_section() -> Result<(), RcuError> {
+pub fn synchronize_in_read_section() -> Result<(), Error> {
     static RCU: Rcu<1> = Rcu::new();
     let mut reader = RCU.register().unwrap();
     core::mem::forget(reader.lock());

@@ -148,17 +148,40 @@ impl Run {
     /// A negative control for the pipeline itself: runs `cargo args`, which must FAIL
     /// and must show `message` (the decoded defmt panic message) in its output.
     pub fn expect_failure(&mut self, name: &str, args: &[&str], message: &str) {
+        self.expect_failure_with(name, args, message, Some(1));
+    }
+
+    /// Like [`expect_failure`](Self::expect_failure) for any command: it must fail, show
+    /// `message`, and (if `failed_tests` is given) report that many failed tests. For a
+    /// build that must not compile, `failed_tests` is `None` and the message must be the
+    /// only error (one `error:` line besides cargo's "could not compile").
+    pub fn expect_failure_with(
+        &mut self,
+        name: &str,
+        args: &[&str],
+        message: &str,
+        failed_tests: Option<u64>,
+    ) {
         self.command(name, "cargo", args, &[], false, false);
         let o = self
             .outcomes
             .last_mut()
             .expect("command() records an outcome");
         let text = std::fs::read_to_string(&o.log).unwrap_or_default();
-        let red_with_message = !o.ok && o.failed == 1 && text.contains(message);
+        let counts_ok = match failed_tests {
+            Some(n) => o.failed == n,
+            None => {
+                text.lines()
+                    .filter(|l| l.starts_with("error") && !l.contains("could not compile"))
+                    .count()
+                    == 1
+            }
+        };
+        let red_with_message = !o.ok && counts_ok && text.contains(message);
         if red_with_message {
             println!("    (expected: it failed and showed \"{message}\")");
         } else {
-            println!("    NOT caught: the failing test must fail and show \"{message}\"");
+            println!("    NOT caught: it must fail and show \"{message}\" (alone)");
         }
         // As a check, this step passes exactly when the failure was seen.
         o.ok = red_with_message;

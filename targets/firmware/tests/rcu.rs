@@ -48,6 +48,16 @@ mod tests {
     }
 
     #[test]
+    fn context_readers_nest_and_report() {
+        cases::context_readers_nest_and_report();
+    }
+
+    #[test]
+    fn rcu_value_reuses_buffers_after_grace_periods() {
+        cases::rcu_value_reuses_buffers_after_grace_periods();
+    }
+
+    #[test]
     fn layout_matches_the_padding_choice() {
         cases::layout_matches_the_padding_choice();
     }
@@ -66,7 +76,7 @@ mod tests {
     fn synchronize_in_read_section_is_an_error() {
         assert_eq!(
             cases::synchronize_in_read_section(),
-            Err(rcuref::RcuError::InReadSection)
+            Err(rcuref::Error::InReadSection)
         );
     }
 

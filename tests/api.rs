@@ -1,0 +1,89 @@
+//! Types that fit the ecosystem: every public type is `Debug` (so a user's
+//! `#[derive(Debug)]` works), errors implement `core::error::Error` and `Display`, and
+//! the error shape is the documented one.
+
+use rcuref::{
+    DeferQueue, Error, FileRef32, FileRef64, GpCookie, Guard, Handle, Pool, PoolCell, Rcu, RcuCell,
+    Reader, Refused, Retired, Warning,
+};
+
+#[derive(Debug)]
+#[allow(dead_code)]
+struct Everything<'a> {
+    rcu: &'a Rcu<2>,
+    reader: Reader<'a, 2>,
+    cookie: GpCookie<'a, 2>,
+    cell: RcuCell<'a, u32, 2>,
+    retired: Retired<'a, u32, 2>,
+    queue: DeferQueue<'a, u32, 2, 2>,
+    pool: &'a Pool<u32, 2>,
+    location: PoolCell<'a, u32, 2>,
+    handle: Handle<'a, u32, 2>,
+    counts: (FileRef32, FileRef64),
+    errors: (Error, Refused<u32>, Warning),
+}
+
+#[derive(Debug)]
+#[allow(dead_code)]
+struct WithGuard<'r, 'd>(&'r Guard<'r, 'd, 2>);
+
+#[test]
+fn every_public_type_is_debug() {
+    static RCU: Rcu<2> = Rcu::new();
+    static POOL: Pool<u32, 2> = Pool::new();
+    let (mut a, mut b) = (1u32, 2u32);
+    let cell = RcuCell::new(&RCU, &mut a);
+    let retired = cell.replace(&mut b);
+    let e = Everything {
+        rcu: &RCU,
+        reader: RCU.register().unwrap(),
+        cookie: RCU.start_poll(),
+        cell,
+        retired,
+        queue: DeferQueue::new(&RCU),
+        pool: &POOL,
+        location: PoolCell::new(&POOL),
+        handle: POOL.alloc(7).ok().unwrap(),
+        counts: (FileRef32::new(1), FileRef64::new(0)),
+        errors: (
+            Error::Full,
+            Refused {
+                error: Error::Full,
+                value: 3,
+            },
+            Warning::Saturated,
+        ),
+    };
+    let text = format!("{e:?}");
+    for part in [
+        "Rcu",
+        "Reader",
+        "GpCookie",
+        "RcuCell",
+        "Retired",
+        "DeferQueue",
+        "Pool",
+        "PoolCell",
+        "Handle { slot: 0, value: 7 }",
+        "FileRef32",
+        "Refused",
+    ] {
+        assert!(text.contains(part), "{part} missing from {text}");
+    }
+    let guard = e.reader.lock();
+    assert!(format!("{:?}", WithGuard(&guard)).contains("Guard"));
+}
+
+#[test]
+fn errors_are_errors() {
+    fn is_error<E: core::error::Error + Send + Sync + 'static>() {}
+    is_error::<Error>();
+    is_error::<Refused<u32>>();
+    assert_eq!(Error::Full.to_string(), "no room left");
+    let r = Refused {
+        error: Error::OtherDomain,
+        value: String::from("mine"),
+    };
+    assert_eq!(r.to_string(), Error::OtherDomain.to_string());
+    assert_eq!(r.into_value(), "mine");
+}
