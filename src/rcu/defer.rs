@@ -98,10 +98,8 @@ impl<'d, T, const M: usize, const N: usize> DeferQueue<'d, T, M, N> {
     /// blocks (it may advance the grace-period machine). Returns how many it released.
     pub fn collect(&mut self, mut reclaim: impl FnMut(T)) -> usize {
         let mut n = 0;
-        while self.len > 0 {
-            let Some(&(target, _)) = self.items[..].get(self.head).and_then(Option::as_ref) else {
-                break;
-            };
+        // By the invariant the front place is empty exactly when the queue is.
+        while let Some(&(target, _)) = self.items[..].get(self.head).and_then(Option::as_ref) {
             if !self.rcu.cookie_from_raw(target).poll() {
                 break;
             }

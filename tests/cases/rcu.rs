@@ -141,8 +141,12 @@ pub fn defer_queue_is_bounded() {
     let mut writer = RCU.register().unwrap();
     let mut q: DeferQueue<u32, 2, 2> = DeferQueue::new(&RCU);
     let guard = reader.lock();
+    assert!(q.is_empty() && !q.is_full() && q.capacity() == 2);
     assert_eq!(q.defer(1), Ok(()));
+    assert_eq!(q.len(), 1);
+    assert!(!q.is_full());
     assert_eq!(q.defer(2), Ok(()));
+    assert!(q.is_full() && q.len() == 2);
     assert_eq!(
         q.defer(3),
         Err(Refused {
@@ -175,6 +179,30 @@ pub fn defer_queue_is_bounded() {
     q.defer_or_wait(&mut writer, 6, || (), |_| released += 1)
         .unwrap();
     assert!(released >= 1 && q.len() <= 2);
+    // Round and round the ring: values come back in order every time.
+    let mut released = [0u32; 2];
+    for round in 0..7u32 {
+        q.barrier(&mut writer, || (), |_| ()).unwrap();
+        q.defer(2 * round).unwrap();
+        q.defer(2 * round + 1).unwrap();
+        let mut n = 0;
+        assert_eq!(
+            q.barrier(
+                &mut writer,
+                || (),
+                |v| {
+                    released[n] = v;
+                    n += 1;
+                }
+            ),
+            Ok(2)
+        );
+        assert_eq!(
+            released,
+            [2 * round, 2 * round + 1],
+            "out of order round the ring"
+        );
+    }
     // A queue with no room at all degrades to a synchronous wait, never an error.
     let mut none: DeferQueue<u32, 0, 2> = DeferQueue::new(&RCU);
     let mut got = None;

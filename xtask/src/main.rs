@@ -261,6 +261,9 @@ fn test(args: &[String]) -> Result<(), String> {
             ],
             "deliberate failure: a put with a reference left returned false",
         );
+        if targets.contains(&"thumbv7m-none-eabi") {
+            runner_for_other_crates(&mut run);
+        }
         if targets.contains(&"thumbv6m-none-eabi") {
             run.expect_failure_with(
                 "thumbv6m-none-eabi: no compare-and-swap chosen is one clear build error",
@@ -272,6 +275,58 @@ fn test(args: &[String]) -> Result<(), String> {
         run.per_target(&targets);
     }
     run.finish()
+}
+
+/// The QEMU runner as a product: installed with `cargo install --path runner` (as a user
+/// would), then used by a crate that is not this one (`runner/fixture`, its own
+/// workspace) as its cargo runner, for an embedded-test suite and a plain firmware.
+fn runner_for_other_crates(run: &mut steps::Run) {
+    let root = steps::workspace_root();
+    let install_root = root.join("target/runner-install");
+    let install_root_s = install_root.display().to_string();
+    let installed = run.cargo(
+        "runner: cargo install --path runner",
+        &[
+            "install",
+            "--locked",
+            "--path",
+            "runner",
+            "--root",
+            &install_root_s,
+            "--target-dir",
+            "target/runner-install-build",
+        ],
+        &[],
+    );
+    if !installed {
+        return;
+    }
+    let path = format!(
+        "{}:{}",
+        install_root.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let qemu_dir = install::qemu_dir().join("usr/bin");
+    let qemu_dir_s = qemu_dir.display().to_string();
+    let mut env = vec![
+        ("PATH", path.as_str()),
+        ("CARGO_TARGET_DIR", "../../target/runner-fixture"),
+    ];
+    if qemu_dir.join("qemu-system-arm").exists() {
+        env.push((qemu_embedded_runner::QEMU_DIR_VAR, qemu_dir_s.as_str()));
+    }
+    run.in_dir("runner/fixture");
+    run.cargo(
+        "runner: another crate's embedded-test suite through the installed runner",
+        &["test", "--locked"],
+        &env,
+    );
+    run.cargo(
+        "runner: another crate's plain firmware through the installed runner",
+        &["run", "--locked", "--bin", "hello"],
+        &env,
+    );
+    run.in_dir("");
 }
 
 /// The rustflags the firmware of a target is tested with: `.cargo/config.toml`'s for that

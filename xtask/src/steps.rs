@@ -20,6 +20,8 @@ pub struct Outcome {
 pub struct Run {
     kind: &'static str,
     outcomes: Vec<Outcome>,
+    /// Where commands run, relative to the workspace root (`""`: the root).
+    dir: String,
 }
 
 /// Sums the `test result: ... N passed; M failed` lines of libtest-style output (ours
@@ -64,7 +66,14 @@ impl Run {
         Run {
             kind,
             outcomes: Vec::new(),
+            dir: String::new(),
         }
+    }
+
+    /// Runs the following commands in `dir` (relative to the workspace root) until the
+    /// next call (`""` for the root).
+    pub fn in_dir(&mut self, dir: &str) {
+        self.dir = dir.to_string();
     }
 
     /// Runs `cargo args` as a step; its output goes to a log file, a line to the screen.
@@ -104,7 +113,7 @@ impl Run {
         let start = Instant::now();
         let mut cmd = Command::new(program);
         cmd.args(args)
-            .current_dir(workspace_root())
+            .current_dir(workspace_root().join(&self.dir))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());

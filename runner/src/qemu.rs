@@ -1,0 +1,216 @@
+//! Finding QEMU, and installing it where the system has none.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// The environment variable naming a folder that holds the `qemu-system-*` binaries.
+pub const QEMU_DIR_VAR: &str = "QEMU_SYSTEM_DIR";
+
+/// Where `install-qemu` unpacks QEMU by default: `$XDG_DATA_HOME/qemu-embedded-runner`
+/// (or `~/.local/share/...`).
+fn default_dir() -> PathBuf {
+    std::env::var_os("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
+        .unwrap_or_else(std::env::temp_dir)
+        .join("qemu-embedded-runner")
+        .join("qemu")
+}
+
+fn runs(program: &Path) -> bool {
+    Command::new(program)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+}
+
+/// The path of `name` (`qemu-system-arm`, ...): in `$QEMU_SYSTEM_DIR`, on `PATH`, or
+/// where `install-qemu` put it.
+///
+/// # Errors
+/// A message that says where it looked and how to get QEMU.
+pub fn find_qemu(name: &str) -> Result<String, String> {
+    if let Some(dir) = std::env::var_os(QEMU_DIR_VAR) {
+        let p = PathBuf::from(&dir).join(name);
+        if runs(&p) {
+            return Ok(p.display().to_string());
+        }
+        return Err(format!(
+            "{name} not found in {QEMU_DIR_VAR}={} (or it does not run)",
+            PathBuf::from(dir).display()
+        ));
+    }
+    if runs(Path::new(name)) {
+        return Ok(name.to_string());
+    }
+    let local = default_dir().join("usr/bin").join(name);
+    if runs(&local) {
+        return Ok(local.display().to_string());
+    }
+    Err(format!(
+        "{name} not found: install QEMU (Debian/Ubuntu: qemu-system-arm and \
+         qemu-system-misc), put it on PATH or set {QEMU_DIR_VAR} to the folder holding it, \
+         or run `qemu-embedded-runner install-qemu`"
+    ))
+}
+
+fn quiet_ok(program: &str, args: &[&str]) -> bool {
+    Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+}
+
+fn loud(program: &str, args: &[&str]) -> Result<(), String> {
+    println!("install: {program} {}", args.join(" "));
+    let st = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .status()
+        .map_err(|e| format!("{program}: {e}"))?;
+    if st.success() {
+        Ok(())
+    } else {
+        Err(format!("`{program} {}` failed ({st})", args.join(" ")))
+    }
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false)
+}
+
+const EMULATORS: &[&str] = &[
+    "qemu-system-arm",
+    "qemu-system-riscv32",
+    "qemu-system-riscv64",
+];
+const PACKAGES: &[&str] = &["qemu-system-arm", "qemu-system-misc", "qemu-system-data"];
+
+/// Makes `qemu-system-arm`, `-riscv32` and `-riscv64` available and returns the folder
+/// that holds them (or `qemu-system-arm`'s path on `PATH`).
+///
+/// On a Debian-like system a plain `apt-get install` is used when it would succeed
+/// cleanly. When it would break or remove installed packages (seen: a backported
+/// `qemu-utils` 10.x that Breaks the 7.2 `qemu-system-common`), the packages are
+/// downloaded and unpacked into `dir` instead (default: `$XDG_DATA_HOME/
+/// qemu-embedded-runner/qemu`), never touching the system's packages, and only their
+/// runtime libraries are installed (`--no-upgrade`).
+///
+/// # Errors
+/// Not a Debian-like system, or apt/dpkg failed.
+pub fn install_qemu(dir: Option<&Path>) -> Result<PathBuf, String> {
+    let dest = dir.map(Path::to_path_buf).unwrap_or_else(default_dir);
+    let local_bin = dest.join("usr/bin");
+    if EMULATORS.iter().all(|q| runs(&local_bin.join(q))) {
+        return Ok(local_bin);
+    }
+    if EMULATORS.iter().all(|q| runs(Path::new(q))) {
+        return Ok(PathBuf::from("qemu-system-arm"));
+    }
+    if !quiet_ok("apt-get", &["--version"]) {
+        return Err(
+            "QEMU is missing and this is not a Debian-like system: install \
+                    qemu-system-arm and qemu-system-misc (QEMU >= 7.2) with your package \
+                    manager"
+                .into(),
+        );
+    }
+    let sudo: &[&str] = if is_root() { &[] } else { &["sudo"] };
+    let apt = |args: &[&str]| -> Result<(), String> {
+        let mut full: Vec<&str> = sudo.to_vec();
+        full.push("apt-get");
+        full.extend_from_slice(args);
+        loud(full[0], &full[1..])
+    };
+    let _ = apt(&["update", "-qq"]);
+    let clean = Command::new("apt-get")
+        .args([
+            "-s",
+            "install",
+            "-y",
+            "--no-remove",
+            "qemu-system-arm",
+            "qemu-system-misc",
+        ])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if clean {
+        apt(&[
+            "install",
+            "-y",
+            "--no-install-recommends",
+            "qemu-system-arm",
+            "qemu-system-misc",
+        ])?;
+        return Ok(PathBuf::from("qemu-system-arm"));
+    }
+    println!(
+        "install: the system's QEMU packages conflict with installed ones; unpacking QEMU \
+         into {}",
+        dest.display()
+    );
+    let dl = std::env::temp_dir().join(format!("qemu-runner-debs-{}", std::process::id()));
+    std::fs::create_dir_all(&dl).map_err(|e| e.to_string())?;
+    // apt-get download runs as the unprivileged _apt user: the folder must be writable by it.
+    let _ = Command::new("chmod").arg("777").arg(&dl).status();
+    let st = Command::new("apt-get")
+        .arg("download")
+        .args(PACKAGES)
+        .current_dir(&dl)
+        .status()
+        .map_err(|e| e.to_string())?;
+    if !st.success() {
+        return Err("apt-get download of the QEMU packages failed".into());
+    }
+    std::fs::create_dir_all(&dest).map_err(|e| e.to_string())?;
+    let mut libs: Vec<String> = Vec::new();
+    for entry in std::fs::read_dir(&dl).map_err(|e| e.to_string())? {
+        let deb = entry.map_err(|e| e.to_string())?.path();
+        if deb.extension().and_then(|e| e.to_str()) != Some("deb") {
+            continue;
+        }
+        loud(
+            "dpkg",
+            &[
+                "-x",
+                &deb.display().to_string(),
+                &dest.display().to_string(),
+            ],
+        )?;
+        let depends = Command::new("dpkg-deb")
+            .args(["-f", &deb.display().to_string(), "Depends"])
+            .output()
+            .map_err(|e| e.to_string())?;
+        for dep in String::from_utf8_lossy(&depends.stdout).split(',') {
+            let name = dep.split_whitespace().next().unwrap_or("").trim();
+            if !name.is_empty() && !name.starts_with("qemu-") && !libs.iter().any(|l| l == name) {
+                libs.push(name.to_string());
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dl);
+    let mut args: Vec<&str> = vec!["install", "-y", "--no-upgrade", "--no-install-recommends"];
+    args.extend(libs.iter().map(String::as_str));
+    apt(&args)?;
+    if EMULATORS.iter().all(|q| runs(&local_bin.join(q))) {
+        Ok(local_bin)
+    } else {
+        Err(format!(
+            "QEMU was unpacked into {} but does not run",
+            dest.display()
+        ))
+    }
+}
