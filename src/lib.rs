@@ -58,6 +58,12 @@ when_atomics_are_chosen! {
 
     mod error;
     pub mod file_ref;
+    #[cfg(all(
+        feature = "riscv-harts",
+        any(target_arch = "riscv32", target_arch = "riscv64"),
+        target_has_atomic = "ptr"
+    ))]
+    pub mod harts;
     mod log;
     mod pad;
     pub mod pool;

@@ -172,6 +172,14 @@ pub fn defer_queue_is_bounded() {
     );
     assert_eq!(&got[..n], &[1, 2]);
     assert!(q.is_empty());
+    // defer_or_wait with room never waits, even inside a reader's section.
+    {
+        let _inside = reader.lock();
+        q.defer_or_wait(&mut writer, 3, || panic!("waited with room"), |_| ())
+            .unwrap();
+        assert_eq!(q.len(), 1);
+    }
+    q.barrier(&mut writer, || (), |_| ()).unwrap();
     // defer_or_wait on a full queue waits instead of failing.
     q.defer(4).unwrap();
     q.defer(5).unwrap();

@@ -5,8 +5,8 @@
 //! on every hart. Hart 0 marks RAM ready and enters embedded-test's `main`; other harts
 //! wait for that mark and then serve [`run_on_both`] jobs forever.
 //!
-//! The critical section is sound on two harts: machine interrupts off on this hart plus a
-//! spinlock across harts, re-entrant per hart.
+//! The critical section is rcuref's `harts::Harts` (sound on two harts: machine
+//! interrupts off on this hart plus a spinlock across harts, re-entrant per hart).
 
 use core::sync::atomic::Ordering;
 use portable_atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize};
@@ -97,44 +97,7 @@ impl Default for Rendezvous {
 
 // ---- critical section for two harts ---------------------------------------------------
 
-/// 0 = free, otherwise hart id + 1 of the owner.
-static CS_OWNER: AtomicUsize = AtomicUsize::new(0);
-
-struct HartLock;
-critical_section::set_impl!(HartLock);
-
-const MIE_WAS_ON: u8 = 1;
-const NESTED: u8 = 2;
-
-// SAFETY: `acquire` masks machine interrupts on this hart and then takes a spinlock that
-// excludes the other harts, so no other context runs a critical section until `release`;
-// a nested acquire on the owning hart is recognised and released only by the outer one.
-unsafe impl critical_section::Impl for HartLock {
-    unsafe fn acquire() -> u8 {
-        let mie = riscv::register::mstatus::read().mie();
-        riscv::interrupt::disable();
-        let me = riscv::register::mhartid::read() + 1;
-        let mut state = if mie { MIE_WAS_ON } else { 0 };
-        if CS_OWNER.load(Ordering::Relaxed) == me {
-            state |= NESTED;
-        } else {
-            while CS_OWNER
-                .compare_exchange_weak(0, me, Ordering::Acquire, Ordering::Relaxed)
-                .is_err()
-            {
-                core::hint::spin_loop();
-            }
-        }
-        state
-    }
-
-    unsafe fn release(state: u8) {
-        if state & NESTED == 0 {
-            CS_OWNER.store(0, Ordering::Release);
-        }
-        if state & MIE_WAS_ON != 0 {
-            // SAFETY: interrupts were on when the matching `acquire` ran.
-            unsafe { riscv::interrupt::enable() };
-        }
-    }
-}
+// The library's multi-hart critical section (feature `riscv-harts`): machine interrupts
+// off on this hart plus a spinlock across harts, re-entrant per hart. Registered here,
+// by the binary, as a library must not choose one for its users.
+critical_section::set_impl!(rcuref::harts::Harts);
