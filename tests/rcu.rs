@@ -491,3 +491,52 @@ fn rcu_value_waits_for_readers() {
     t.join().unwrap();
     assert_eq!(RCU.read(|g| *VALUE.load(g)).unwrap(), 4);
 }
+
+/// `barrier` waits for the newest value's grace period, so it releases every pending
+/// value even while a reader on another thread still holds them up when it is called.
+#[test]
+fn barrier_waits_for_every_pending_value() {
+    use rcuref::{DeferQueue, Rcu};
+    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+    static RCU: Rcu<3> = Rcu::new();
+    static INSIDE: AtomicBool = AtomicBool::new(false);
+    static RELEASE: AtomicBool = AtomicBool::new(false);
+    let mut q: DeferQueue<u32, 4, 3> = DeferQueue::new(&RCU);
+    q.defer(1).unwrap();
+    q.defer(2).unwrap();
+    q.collect(|_| ()); // rotate the ring so the newest place is not at the front
+    let t = std::thread::spawn(|| {
+        let reader = RCU.register().unwrap();
+        reader.read(|_| {
+            INSIDE.store(true, SeqCst);
+            while !RELEASE.load(SeqCst) {
+                std::thread::yield_now();
+            }
+        });
+    });
+    while !INSIDE.load(SeqCst) {
+        std::thread::yield_now();
+    }
+    for v in 3..=5 {
+        q.defer(v).unwrap();
+    }
+    let mut writer = RCU.register().unwrap();
+    let mut waits = 0;
+    let mut got = Vec::new();
+    let n = q
+        .barrier(
+            &mut writer,
+            || {
+                waits += 1;
+                if waits == 20 {
+                    RELEASE.store(true, SeqCst);
+                }
+                std::thread::yield_now();
+            },
+            |v| got.push(v),
+        )
+        .unwrap();
+    assert!(waits >= 20, "barrier returned without waiting for the reader");
+    assert_eq!((n, got), (3, vec![3, 4, 5]));
+    t.join().unwrap();
+}
