@@ -39,6 +39,14 @@ const USAGE: &str = "usage: cargo xtask <command>
   qemu-run --target T ELF [FILTER] [--exact] [--list]
            cargo's runner for the embedded targets (see .cargo/config.toml)";
 
+/// The firmware examples users can copy (`examples/firmware/`): package and target.
+/// Each prints a summary and exits non-zero on a violation.
+pub const FIRMWARE_EXAMPLES: &[(&str, &str)] = &[
+    ("rcuref-example-rtic", "thumbv7m-none-eabi"),
+    ("rcuref-example-embassy", "thumbv7m-none-eabi"),
+    ("rcuref-example-riscv-kernel", "riscv64gc-unknown-none-elf"),
+];
+
 /// The embedded targets, in the order they are tested.
 pub const TARGETS: &[&str] = &[
     "thumbv6m-none-eabi",
@@ -261,6 +269,13 @@ fn test(args: &[String]) -> Result<(), String> {
             ],
             "deliberate failure: a put with a reference left returned false",
         );
+        for (pkg, t) in FIRMWARE_EXAMPLES.iter().filter(|(_, t)| targets.contains(t)) {
+            run.cargo(
+                &format!("{t} (firmware example {pkg})"),
+                &["run", "-q", "-p", pkg, "--release", "--target", t],
+                &[],
+            );
+        }
         if targets.contains(&"thumbv7m-none-eabi") {
             runner_for_other_crates(&mut run);
         }
@@ -380,6 +395,14 @@ fn demo() -> Result<(), String> {
                 "--target",
                 t,
             ],
+            &[],
+        );
+    }
+    for (pkg, t) in FIRMWARE_EXAMPLES {
+        install::targets(&[t])?;
+        run.cargo_shown(
+            &format!("{t}: firmware example {pkg}"),
+            &["run", "-q", "-p", pkg, "--release", "--target", t],
             &[],
         );
     }

@@ -1,0 +1,273 @@
+//! rcuref in a two-hart RISC-V mini-kernel (QEMU `virt`, machine mode, riscv64 or rv32).
+//!
+//! * **Per-hart readers**: a `static` array of [`ContextReader`]s indexed by hart id; each
+//!   hart reads through its own, and so does **its machine-timer trap handler**, which
+//!   nests on the hart's slot whenever it interrupts the hart inside a section.
+//! * **A writer on hart 0** publishes a routing table through an [`RcuValue`], waiting
+//!   for buffers with [`RcuValue::replace_with`] and a [`StallDetector`] on the CLINT's
+//!   `mtime`: when a grace period takes longer than 2 ms, it reports which slots hold it up.
+//! * **Hart 1**, now and then, stays in a section for 5 ms: the stall reports must name
+//!   its slot (slot 1), and nothing else.
+//! * The critical section (defmt's logger needs one) is rcuref's two-hart
+//!   [`harts::Harts`](rcuref::harts::Harts), registered here by the binary.
+//!
+//! Every read checks that the table is whole and does not change under it. The run prints
+//! a summary and exits 0, or 1 on a violation (or a stall report naming the wrong slot).
+//!
+//! Run: `cargo run -p rcuref-example-riscv-kernel --release --target riscv64gc-unknown-none-elf`.
+#![no_std]
+#![no_main]
+
+use core::ops::ControlFlow;
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering::*};
+use defmt_semihosting as _;
+use rcuref::rcu::StallDetector;
+use rcuref::{ContextReader, Rcu, RcuValue};
+use riscv::interrupt::Interrupt;
+
+critical_section::set_impl!(rcuref::harts::Harts);
+
+// ---- the domain: one dedicated slot per hart, one registrable slot for the writer ----
+
+static RCU: Rcu<3> = Rcu::with_dedicated(2);
+/// The reader of each hart, by hart id.
+// SAFETY: slot `h` is used only by hart `h`'s thread and by hart `h`'s own trap handler,
+// which leaves every section it enters before it returns.
+static HART_READER: [ContextReader<'static, 3>; 2] =
+    unsafe { [RCU.context_reader(0), RCU.context_reader(1)] };
+
+/// A routing table: a generation, entries, and a checksum over both.
+struct Routes {
+    gen: u32,
+    next_hop: [u32; 16],
+    check: u32,
+}
+
+impl Routes {
+    const fn new(gen: u32) -> Self {
+        let mut next_hop = [0u32; 16];
+        let mut i = 0;
+        while i < 16 {
+            next_hop[i] = gen.wrapping_mul(40_503).wrapping_add(i as u32 * 7919);
+            i += 1;
+        }
+        Routes {
+            gen,
+            next_hop,
+            check: sum(gen, &next_hop),
+        }
+    }
+    fn whole(&self) -> bool {
+        self.check == sum(self.gen, &self.next_hop)
+    }
+}
+
+const fn sum(gen: u32, hops: &[u32; 16]) -> u32 {
+    let mut c = gen ^ 0xC0FFEE;
+    let mut i = 0;
+    while i < 16 {
+        c = c.rotate_left(3) ^ hops[i];
+        i += 1;
+    }
+    c
+}
+
+static ROUTES: RcuValue<'static, Routes, 2, 3> = RcuValue::new(&RCU, Routes::new(0));
+
+// ---- the CLINT of QEMU `virt` ----------------------------------------------------------
+
+const MTIME: usize = 0x0200_BFF8;
+const MTIMECMP: usize = 0x0200_4000;
+const TICKS_PER_MS: u64 = 10_000; // mtime runs at 10 MHz on `virt`
+
+fn mtime() -> u64 {
+    // SAFETY: the CLINT's mtime register, a naturally aligned, always-readable MMIO word.
+    unsafe { core::ptr::read_volatile(MTIME as *const u64) }
+}
+
+fn arm_timer(hart: usize, after: u64) {
+    // SAFETY: this hart's own mtimecmp register; writing it only reprograms its timer.
+    unsafe { core::ptr::write_volatile((MTIMECMP + 8 * hart) as *mut u64, mtime() + after) };
+}
+
+fn hart_id() -> usize {
+    riscv::register::mhartid::read()
+}
+
+// ---- readers -------------------------------------------------------------------------
+
+static READS: [AtomicU32; 2] = [AtomicU32::new(0), AtomicU32::new(0)];
+static TRAP_READS: [AtomicU32; 2] = [AtomicU32::new(0), AtomicU32::new(0)];
+static NESTED_TRAPS: AtomicU32 = AtomicU32::new(0);
+static VIOLATIONS: AtomicU32 = AtomicU32::new(0);
+static STALLS: AtomicU32 = AtomicU32::new(0);
+static WRONG_HOLDOUT: AtomicU32 = AtomicU32::new(0);
+static DONE: AtomicBool = AtomicBool::new(false);
+
+/// One section on hart `hart`'s reader, lasting about `ticks` of mtime.
+fn read(hart: usize, ticks: u64) {
+    HART_READER[hart].read(|g| {
+        let r = ROUTES.load(g);
+        let (gen, first) = (r.gen, r.next_hop[0]);
+        let mut ok = r.whole();
+        let until = mtime() + ticks;
+        while mtime() < until {
+            core::hint::spin_loop();
+        }
+        ok &= r.whole() && r.gen == gen && r.next_hop[0] == first;
+        if !ok {
+            VIOLATIONS.fetch_add(1, Relaxed);
+        }
+    });
+}
+
+#[riscv_rt::core_interrupt(Interrupt::MachineTimer)]
+fn machine_timer() {
+    let hart = hart_id();
+    if HART_READER[hart].in_read_section() {
+        NESTED_TRAPS.fetch_add(1, Relaxed); // nesting on the interrupted thread's slot
+    }
+    read(hart, 0);
+    TRAP_READS[hart].fetch_add(1, Relaxed);
+    arm_timer(hart, TICKS_PER_MS / 2);
+}
+
+fn start_timer(hart: usize) {
+    arm_timer(hart, TICKS_PER_MS / 2);
+    // SAFETY: enabling this hart's machine-timer interrupt and machine interrupts: the
+    // handler above is installed (riscv-rt's trap vector) and touches only atomics, the
+    // CLINT and this hart's reader.
+    unsafe {
+        riscv::register::mie::set_mtimer();
+        riscv::interrupt::enable();
+    }
+}
+
+/// Hart 1: reads continuously; every 200th section lasts 5 ms (a stall to report).
+fn reader_hart() -> ! {
+    start_timer(1);
+    let mut n = 0u32;
+    while !DONE.load(Acquire) {
+        n += 1;
+        let long = n % 200 == 0;
+        read(1, if long { 5 * TICKS_PER_MS } else { 20 });
+        READS[1].fetch_add(1, Relaxed);
+    }
+    loop {
+        riscv::asm::wfi();
+    }
+}
+
+/// Hart 0: the writer. Publishes generations, waiting (with a stall detector) for a
+/// buffer when both are still held, until every kind of event has been seen enough.
+fn writer_hart() -> ! {
+    start_timer(0);
+    let mut writer = RCU.register().expect("the writer's slot");
+    let mut stall = StallDetector::new(mtime, 2 * TICKS_PER_MS, |waited, holdouts: rcuref::rcu::Holdouts<'_, 3>| {
+        STALLS.fetch_add(1, Relaxed);
+        let mut named = 0;
+        for h in holdouts {
+            named += 1;
+            if h.slot != 1 {
+                WRONG_HOLDOUT.fetch_add(1, Relaxed);
+            }
+            defmt::info!(
+                "stall: waited {=u64} us; slot {=usize} holds the grace period up (nesting {=u32}, phase {=u32})",
+                waited / 10,
+                h.slot,
+                h.nesting,
+                h.phase
+            );
+        }
+        if named == 0 {
+            WRONG_HOLDOUT.fetch_add(1, Relaxed); // a stall with nobody to blame
+        }
+    });
+    let mut published = 0u32;
+    let deadline = mtime() + 20_000 * TICKS_PER_MS;
+    // Until enough of everything has happened (or 20 s of mtime, a failure).
+    let enough = |published: u32| {
+        published >= 3_000
+            && STALLS.load(Relaxed) >= 3
+            && TRAP_READS[0].load(Relaxed) >= 20
+            && TRAP_READS[1].load(Relaxed) >= 20
+            && NESTED_TRAPS.load(Relaxed) >= 1
+    };
+    let mut gen = 0u32;
+    while !enough(published) && mtime() < deadline {
+        gen += 1;
+        let mut value = Routes::new(gen);
+        loop {
+            match ROUTES.replace_with(&mut writer, value, |w| {
+                stall.observe(w);
+                ControlFlow::Continue(())
+            }) {
+                Ok(()) => break,
+                Err(r) => value = r.value, // Busy cannot happen (one writer); retry
+            }
+        }
+        published += 1;
+        read(0, 0); // hart 0 reads too, between publications
+        READS[0].fetch_add(1, Relaxed);
+        let pause = mtime() + 50; // 5 us between generations
+        while mtime() < pause {
+            core::hint::spin_loop();
+        }
+    }
+    let all_seen = enough(published);
+    DONE.store(true, Release);
+    let v = VIOLATIONS.load(Relaxed);
+    let wrong = WRONG_HOLDOUT.load(Relaxed);
+    defmt::info!(
+        "{=u32} generations published; reads: hart 0 {=u32}, hart 1 {=u32}; trap reads: hart 0 {=u32}, hart 1 {=u32} ({=u32} nested in an interrupted section); {=u32} stalls reported, {=u32} naming the wrong slot; {=u32} violations",
+        published,
+        READS[0].load(Relaxed),
+        READS[1].load(Relaxed),
+        TRAP_READS[0].load(Relaxed),
+        TRAP_READS[1].load(Relaxed),
+        NESTED_TRAPS.load(Relaxed),
+        STALLS.load(Relaxed),
+        wrong,
+        v
+    );
+    if !all_seen {
+        defmt::error!("not everything happened within 20 s of mtime");
+    }
+    let ok = v == 0 && wrong == 0 && all_seen;
+    semihosting::process::exit(if ok { 0 } else { 1 })
+}
+
+// ---- boot: hart 0 initialises RAM, then both harts enter their roles -------------------
+
+core::arch::global_asm!(
+    r#".section .init.mp_hook, "ax"
+    .global _mp_hook
+_mp_hook:
+    seqz a0, a0
+    ret
+"#
+);
+
+/// Set by hart 0 once RAM is initialised; a value neither zeroed RAM nor `.bss`
+/// initialisation can produce.
+static RAM_READY: AtomicUsize = AtomicUsize::new(0);
+const READY: usize = 0x5AFE_B007;
+
+#[export_name = "hal_main"]
+extern "C" fn hal_main(hartid: usize) -> ! {
+    if hartid == 0 {
+        RAM_READY.store(READY, Release);
+        defmt::info!("rcuref RISC-V mini-kernel: two harts, per-hart and trap readers, a stall detector");
+        writer_hart()
+    }
+    while RAM_READY.load(Acquire) != READY {
+        core::hint::spin_loop();
+    }
+    reader_hart()
+}
+
+#[panic_handler]
+fn panic(info: &core::panic::PanicInfo) -> ! {
+    defmt::error!("{}", defmt::Display2Format(info));
+    semihosting::process::abort()
+}
