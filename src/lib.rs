@@ -63,6 +63,7 @@ when_atomics_are_chosen! {
         any(target_arch = "riscv32", target_arch = "riscv64"),
         target_has_atomic = "ptr"
     ))]
+    #[cfg_attr(docsrs, doc(cfg(all(feature = "riscv-harts", any(target_arch = "riscv32", target_arch = "riscv64")))))]
     pub mod harts;
     mod log;
     mod pad;
@@ -70,6 +71,7 @@ when_atomics_are_chosen! {
     pub mod rcu;
 
     #[cfg(any(target_has_atomic = "64", feature = "critical-section"))]
+    #[cfg_attr(docsrs, doc(cfg(any(target_has_atomic = "64", feature = "critical-section"))))]
     pub use file_ref::FileRef64;
     pub use file_ref::{FileRef, FileRef32};
     pub use log::{set_warning_hook, warning_count, Warning};

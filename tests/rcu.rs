@@ -536,7 +536,10 @@ fn barrier_waits_for_every_pending_value() {
             |v| got.push(v),
         )
         .unwrap();
-    assert!(waits >= 20, "barrier returned without waiting for the reader");
+    assert!(
+        waits >= 20,
+        "barrier returned without waiting for the reader"
+    );
     assert_eq!((n, got), (3, vec![3, 4, 5]));
     t.join().unwrap();
 }

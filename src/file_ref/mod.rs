@@ -150,6 +150,7 @@ zoned_ref! {
 
 #[cfg(any(target_has_atomic = "64", feature = "critical-section"))]
 zoned_ref! {
+    #[cfg_attr(docsrs, doc(cfg(any(target_has_atomic = "64", feature = "critical-section"))))]
     /// A zoned reference count in 64 bits (see the [module docs](self) for the zones).
     ///
     /// Native where the target has 64-bit atomics; elsewhere it exists with feature

@@ -240,6 +240,7 @@ impl<T, const N: usize> Pool<T, N> {
 
     /// The most slots ever in use at once (feature `pool-stats`).
     #[cfg(feature = "pool-stats")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "pool-stats")))]
     pub fn high_water(&self) -> usize {
         self.stats.high_water.load(Ordering::Relaxed) as usize
     }

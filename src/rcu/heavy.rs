@@ -4,7 +4,7 @@
 //! Opt in with `--cfg rcuref_asymmetric_fence` (the binary's choice, like a
 //! critical-section implementation) and provide the heavy fence with
 //! [`set_heavy_fence!`](crate::set_heavy_fence). On Linux, feature `membarrier` gives a
-//! ready one: [`Membarrier`].
+//! ready one: `Membarrier`.
 //!
 //! # The contract
 //!
@@ -90,6 +90,7 @@ pub(crate) fn heavy_fence() {
 /// (`MEMBARRIER_CMD_GLOBAL`, slower, used as a fallback): the contract cannot be met, so
 /// this build of the binary cannot run there.
 #[cfg(all(feature = "membarrier", target_os = "linux"))]
+#[cfg_attr(docsrs, doc(cfg(all(feature = "membarrier", target_os = "linux"))))]
 pub struct Membarrier;
 
 #[cfg(all(feature = "membarrier", target_os = "linux"))]

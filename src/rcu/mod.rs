@@ -118,7 +118,7 @@
 //! * Blocking: [`Reader::synchronize`] drives the grace period and calls your wait hook
 //!   between attempts (spin, yield, `wfi`, an RTOS sleep). It takes `&mut self`, so it
 //!   cannot be called while a guard of the same reader is alive; a leaked guard
-//!   (`mem::forget`) makes it return [`Error::InReadSection`] instead of waiting for
+//!   (`mem::forget`) makes it return [`Error::InReadSection`](crate::Error::InReadSection) instead of waiting for
 //!   itself. In debug builds with feature `std`, so does a section of *another* reader
 //!   of the same domain on the calling thread; without `std` that case cannot be seen
 //!   and would deadlock: never wait inside a read section.
@@ -190,4 +190,5 @@ pub use domain::{
 pub use heavy::HeavyFence;
 pub use wait::{Deadline, GracePeriod, StallDetector};
 #[cfg(all(feature = "membarrier", target_os = "linux"))]
+#[cfg_attr(docsrs, doc(cfg(all(feature = "membarrier", target_os = "linux"))))]
 pub use heavy::Membarrier;

@@ -6,7 +6,7 @@
 //!   has not ended, wakes its own task again, yielding to whatever else is ready. Fine
 //!   for executors that run other tasks in between (Embassy's, RTIC's); a task waiting
 //!   this way keeps its executor busy, so give it a low priority on battery-powered
-//!   parts, or await [`Yield`]-style sleeps between waits yourself.
+//!   parts, or sleep between waits yourself (a timer, an event).
 //! * [`Retired::reclaim_async`](crate::Retired::reclaim_async) and
 //!   [`DeferQueue::defer_async`](crate::DeferQueue::defer_async) build on it.
 //! * [`StallDetector`] and [`Deadline`] are wait hooks for

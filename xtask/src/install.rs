@@ -52,6 +52,52 @@ pub fn host_tools(miri: bool) -> Result<(), String> {
     Ok(())
 }
 
+/// The MSRV declared in the library's Cargo.toml (`rust-version`).
+pub fn msrv() -> Result<String, String> {
+    let manifest = std::fs::read_to_string(crate::steps::workspace_root().join("Cargo.toml"))
+        .map_err(|e| format!("Cargo.toml: {e}"))?;
+    manifest
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("rust-version = \""))
+        .and_then(|rest| rest.strip_suffix('"'))
+        .map(str::to_string)
+        .ok_or_else(|| "no rust-version in Cargo.toml".into())
+}
+
+/// The MSRV toolchain (minimal profile) with one embedded target, for the MSRV check.
+pub fn msrv_toolchain(version: &str, target: &str) -> Result<(), String> {
+    if quiet_ok("rustup", &["run", version, "rustc", "--version"])
+        && Command::new("rustup")
+            .args([
+                "+".to_string() + version,
+                "target".into(),
+                "list".into(),
+                "--installed".into(),
+            ])
+            .output()
+            .map(|o| {
+                String::from_utf8_lossy(&o.stdout)
+                    .lines()
+                    .any(|l| l.trim() == target)
+            })
+            .unwrap_or(false)
+    {
+        return Ok(());
+    }
+    loud(
+        "rustup",
+        &[
+            "toolchain",
+            "install",
+            version,
+            "--profile",
+            "minimal",
+            "--target",
+            target,
+        ],
+    )
+}
+
 /// The folder where QEMU is unpacked when the system has none (git-ignored).
 pub fn qemu_dir() -> std::path::PathBuf {
     crate::steps::workspace_root().join(".tools").join("qemu")

@@ -60,7 +60,8 @@ impl Config {
 }
 
 fn checksum(version: u32, data: &[u32; 8]) -> u32 {
-    data.iter().fold(version ^ 0x5EED, |c, d| c.rotate_left(5) ^ d)
+    data.iter()
+        .fold(version ^ 0x5EED, |c, d| c.rotate_left(5) ^ d)
 }
 
 static TICK: Signal<CriticalSectionRawMutex, ()> = Signal::new();

@@ -163,26 +163,30 @@ fn reader_hart() -> ! {
 fn writer_hart() -> ! {
     start_timer(0);
     let mut writer = RCU.register().expect("the writer's slot");
-    let mut stall = StallDetector::new(mtime, 2 * TICKS_PER_MS, |waited, holdouts: rcuref::rcu::Holdouts<'_, 3>| {
-        STALLS.fetch_add(1, Relaxed);
-        let mut named = 0;
-        for h in holdouts {
-            named += 1;
-            if h.slot != 1 {
-                WRONG_HOLDOUT.fetch_add(1, Relaxed);
-            }
-            defmt::info!(
+    let mut stall = StallDetector::new(
+        mtime,
+        2 * TICKS_PER_MS,
+        |waited, holdouts: rcuref::rcu::Holdouts<'_, 3>| {
+            STALLS.fetch_add(1, Relaxed);
+            let mut named = 0;
+            for h in holdouts {
+                named += 1;
+                if h.slot != 1 {
+                    WRONG_HOLDOUT.fetch_add(1, Relaxed);
+                }
+                defmt::info!(
                 "stall: waited {=u64} us; slot {=usize} holds the grace period up (nesting {=u32}, phase {=u32})",
                 waited / 10,
                 h.slot,
                 h.nesting,
                 h.phase
             );
-        }
-        if named == 0 {
-            WRONG_HOLDOUT.fetch_add(1, Relaxed); // a stall with nobody to blame
-        }
-    });
+            }
+            if named == 0 {
+                WRONG_HOLDOUT.fetch_add(1, Relaxed); // a stall with nobody to blame
+            }
+        },
+    );
     let mut published = 0u32;
     let deadline = mtime() + 20_000 * TICKS_PER_MS;
     // Until enough of everything has happened (or 20 s of mtime, a failure).
@@ -257,7 +261,9 @@ const READY: usize = 0x5AFE_B007;
 extern "C" fn hal_main(hartid: usize) -> ! {
     if hartid == 0 {
         RAM_READY.store(READY, Release);
-        defmt::info!("rcuref RISC-V mini-kernel: two harts, per-hart and trap readers, a stall detector");
+        defmt::info!(
+            "rcuref RISC-V mini-kernel: two harts, per-hart and trap readers, a stall detector"
+        );
         writer_hart()
     }
     while RAM_READY.load(Acquire) != READY {
