@@ -46,6 +46,11 @@ pub enum Mutant {
     /// RCU, asymmetric mode: grace periods skip the heavy fence, so readers (which have
     /// only a compiler fence) may announce themselves too late.
     SkipHeavyFence,
+    /// RCU, **not a bug**: wait steps never update the phase word, so every reader
+    /// records the phase the domain started with. The models must still pass: safety
+    /// does not depend on the phase readers record, only how soon waits finish (the
+    /// `rcu` module docs, "The phase word").
+    FrozenPhase,
     /// RCU: no lap guard: a context stopped between its scan and its compare-exchange for
     /// exactly one lap of the counter completes a wait on a stale scan (ABA).
     NoLapGuard,

@@ -63,32 +63,40 @@ const FREED: u32 = 2;
 #[repr(align(128))]
 struct Line(AtomicU32);
 
+/// Lines the reader writes just before it announces itself: enough to keep its announce
+/// queued in the store buffer (each needs the line back from the writer's cache) for
+/// longer than the writer takes from publishing to scanning.
+const LINES: usize = 32;
+
 /// One run of the store-buffering torture: a reader enters sections back to back, reads
 /// which buffer is published and, a moment later, checks it is not freed; a writer swaps
 /// the two buffers, waits for the grace period by polling, frees the old one, and makes
-/// it live again before it publishes it next. Just before each section the reader
-/// writes lines the writer keeps taking back, so its announce queues behind them in the
-/// store buffer while its loads go ahead (the window the heavy fence closes). Returns
-/// how many reads saw a freed buffer inside a section.
+/// it live again before it publishes it next. Before each section the reader raises a
+/// flag and writes lines the writer has just taken back, so its announce queues behind
+/// them in the store buffer while its loads go ahead; the writer starts each round when
+/// it sees the flag, so that its publish and scan fall inside that window (the window
+/// the heavy fence closes). Returns how many reads saw a freed buffer inside a section.
 fn store_buffering_torture(rounds: u32) -> u32 {
     let rcu: Rcu<2> = Rcu::new();
     let bufs = [AtomicU32::new(LIVE), AtomicU32::new(FREED)];
     let current = AtomicUsize::new(0);
+    let ready = AtomicU32::new(0);
     let done = AtomicBool::new(false);
     let bad = AtomicU32::new(0);
-    let contended: [Line; 8] = std::array::from_fn(|_| Line(AtomicU32::new(0)));
+    let contended: [Line; LINES] = std::array::from_fn(|_| Line(AtomicU32::new(0)));
     std::thread::scope(|s| {
         s.spawn(|| {
             let reader = rcu.register().unwrap();
             let mut n = 0u32;
             while !done.load(Relaxed) {
                 n = n.wrapping_add(1);
+                ready.store(n, Relaxed);
                 for l in &contended {
                     l.0.store(n, Relaxed);
                 }
                 let g = reader.lock();
                 let i = current.load(Acquire);
-                for _ in 0..256 {
+                for _ in 0..64 {
                     std::hint::spin_loop();
                 }
                 if bufs[i].load(Acquire) != LIVE {
@@ -97,7 +105,18 @@ fn store_buffering_torture(rounds: u32) -> u32 {
                 drop(g);
             }
         });
+        let mut seen = 0;
         for r in 0..rounds {
+            // Wait for the reader to start an iteration (bounded: it may have stopped
+            // short of one at the very end).
+            for _ in 0..1_000_000 {
+                let now = ready.load(Relaxed);
+                if now != seen {
+                    seen = now;
+                    break;
+                }
+                std::hint::spin_loop();
+            }
             let old = current.load(Relaxed);
             let new = 1 - old;
             bufs[new].store(LIVE, Release);

@@ -13,7 +13,7 @@ use loom::cell::UnsafeCell;
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use rcuref::mutants::Mutant;
+use rcuref::mutants::{select, Mutant};
 use rcuref::Rcu;
 
 const LIVE: u32 = 1;
@@ -445,4 +445,21 @@ fn catches_busted_grace_periods_in_the_deferred_queue() {
 #[test]
 fn catches_the_stale_idle_fast_path() {
     must_catch(Mutant::StaleFastPath, poller_and_writer_drive_at_once);
+}
+
+/// Not a broken variant: the phase word never changes, so readers record a phase that
+/// has nothing to do with the grace period in progress. Safety must not depend on it
+/// (the `rcu` module docs, "The phase word"); only how soon waits finish does.
+#[test]
+fn safety_does_not_depend_on_the_phase_readers_record() {
+    fn all() {
+        reader_vs_two_updates();
+        nested_reader_vs_update();
+        reader_vs_two_updates_two_drivers();
+        polled_grace_period_two_drivers();
+    }
+    select(Mutant::FrozenPhase);
+    let result = std::panic::catch_unwind(all);
+    select(Mutant::None);
+    assert!(result.is_ok(), "a model failed with a frozen phase word");
 }

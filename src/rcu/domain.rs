@@ -88,9 +88,15 @@ pub struct Rcu<const N: usize> {
     // * `stepping[h]` counts the contexts inside `advance` whose snapshot of `gp` lies in
     //   half `h` of the range; `gp` never enters half `h` while it is non-zero, so no
     //   snapshot survives a whole lap (the lap guard).
-    // Layout: `gp` (read by every outermost lock), `stepping` (written by every poll) and
-    // each slot (written by its reader) on cache lines of their own where padding is on
-    // (`crate::pad`).
+    // * `phase` is 0 or 1: the phase outermost locks record. Wait steps set it to
+    //   `phase(g)` when it differs, so it changes twice per grace period. Nothing about
+    //   safety depends on its value (module docs, "The phase word"), only how soon waits
+    //   finish, so a late store from a stopped driver is harmless.
+    // Layout: `phase` (read by every outermost lock, written twice per grace period),
+    // `gp` (written four times per grace period, read only by drivers), `stepping`
+    // (written by every poll) and each slot (written by its reader) on cache lines of
+    // their own where padding is on (`crate::pad`).
+    phase: Line<AtomicU32>,
     gp: Line<AtomicU32>,
     stepping: Line<[AtomicU32; 2]>,
     /// The try-lock of the old design, kept only as a broken variant (`WriterLock`).
@@ -156,6 +162,7 @@ impl<const N: usize> Rcu<N> {
     #[doc(hidden)]
     pub const fn new_at(gp: u32) -> Self {
         Rcu {
+            phase: Line(AtomicU32::new(phase(gp & !1))),
             gp: Line(AtomicU32::new(gp & !1)),
             stepping: Line([const { AtomicU32::new(0) }; 2]),
             #[cfg(rcuref_mutants)]
@@ -177,6 +184,7 @@ impl<const N: usize> Rcu<N> {
     #[doc(hidden)]
     pub fn new_at(gp: u32) -> Self {
         Rcu {
+            phase: Line(AtomicU32::new(phase(gp & !1 & mask()))),
             gp: Line(AtomicU32::new(gp & !1 & mask())),
             stepping: Line(core::array::from_fn(|_| AtomicU32::new(0))),
             writer: AtomicBool::new(false),
@@ -335,6 +343,16 @@ impl<const N: usize> Rcu<N> {
                 break;
             }
             let next = plus(g, 1);
+            if g & 1 == 1 {
+                // Readers entering from now on record the new phase. Written only when it
+                // changes (twice per grace period), so readers' copies of the line stay
+                // valid otherwise; a store that lands late (its driver was stopped) only
+                // makes some wait last longer (module docs, "The phase word").
+                let want = phase(g);
+                if self.phase.0.load(Relaxed) != want && !mutant!(FrozenPhase) {
+                    self.phase.0.store(want, Relaxed);
+                }
+            }
             if g & 1 == 1 || mutant!(StaleFastPath) {
                 // A wait: every reader that could hold something unpublished before this
                 // wait's flip is either seen by this scan or sees the unpublish (the fence
@@ -536,7 +554,8 @@ impl<'d, const N: usize> At<'d, N> {
         // is exact.
         let v = slot.load(Relaxed);
         if !online(v) {
-            let p = phase(self.rcu.gp.0.load(Relaxed));
+            // Any value is safe here (module docs, "The phase word").
+            let p = self.rcu.phase.0.load(Relaxed);
             let entered = CLAIMED | p << 1 | ONE_LEVEL;
             if mutant!(RelaxedLockStore) {
                 slot.store(entered, Relaxed);
@@ -601,6 +620,7 @@ impl<'d, const N: usize> At<'d, N> {
             if hook(&w).is_break() {
                 return Err(Error::GaveUp);
             }
+            backoff(attempts);
         }
         Ok(())
     }
@@ -640,6 +660,27 @@ impl<'d, const N: usize> Waiting<'_, 'd, N> {
         self.cookie.holdouts()
     }
 }
+
+/// Spin-loop hints after failed attempt number `attempts` of a blocking wait: 1, 2, 4 …
+/// up to `MAX_BACKOFF`. Each attempt scans every reader slot, and a scan takes each
+/// reader's cache line away from its core (the reader's next store must fetch it back),
+/// so a waiting writer that scanned back to back would slow the very sections it waits
+/// for. Measured in DEVELOPMENT.md ("Read side under a busy writer").
+#[inline]
+fn backoff(attempts: u32) {
+    #[cfg(not(loom))]
+    for _ in 0..(1u32 << attempts.min(BACKOFF_SHIFT)).min(MAX_BACKOFF) {
+        core::hint::spin_loop();
+    }
+    #[cfg(loom)]
+    let _ = attempts;
+}
+
+/// The most spin-loop hints between two attempts of a blocking wait (a few hundred
+/// nanoseconds to a few microseconds, depending on the core).
+const MAX_BACKOFF: u32 = 64;
+/// `2^BACKOFF_SHIFT >= MAX_BACKOFF`: where the doubling stops.
+const BACKOFF_SHIFT: u32 = 6;
 
 /// Turns a plain wait hook (`FnMut()`) into one that never gives up.
 pub(crate) fn forever<const N: usize>(
@@ -1017,19 +1058,21 @@ mod layout_tests {
         p as *const T as usize / core::mem::align_of::<Line<u8>>()
     }
 
-    /// Where padding is on, every reader slot, the counter that readers read and the
-    /// registration counters that every poll writes each have a cache line of their own.
+    /// Where padding is on, every reader slot, the phase word that readers read, the
+    /// counter and the registration counters that every poll writes each have a cache
+    /// line of their own.
     #[test]
     fn hot_words_sit_on_their_own_lines() {
         let rcu: Rcu<4> = Rcu::new();
         let mut lines: std::vec::Vec<usize> = rcu.slots.iter().map(|s| line_of(&s.0)).collect();
+        lines.push(line_of(&rcu.phase.0));
         lines.push(line_of(&rcu.gp.0));
         lines.push(line_of(&rcu.stepping.0));
         lines.sort_unstable();
         lines.dedup();
         if crate::CACHE_PADDED {
             assert!(core::mem::align_of::<Line<u8>>() >= 64);
-            assert_eq!(lines.len(), 6, "two hot words share a cache line");
+            assert_eq!(lines.len(), 7, "two hot words share a cache line");
         } else {
             assert_eq!(
                 core::mem::size_of::<Line<AtomicU32>>(),

@@ -3,7 +3,8 @@
 //!
 //! # The algorithm
 //!
-//! A domain [`Rcu<N>`] has `N` reader slots and one grace-period counter `gp`. A
+//! A domain [`Rcu<N>`] has `N` reader slots, one grace-period counter `gp` and a phase
+//! word that readers copy. A
 //! [`Reader`] owns one slot; only its owner writes a slot, so the read side needs no
 //! read-modify-write at all:
 //!
@@ -11,7 +12,7 @@
 //! slot = 0                    offline (not in a read section)
 //! slot = nesting << 1 | phase online since the outermost lock, which saw `phase`
 //!
-//! lock (outermost):  slot = 1 << 1 | phase(gp)     (relaxed load of gp, Release store)
+//! lock (outermost):  slot = 1 << 1 | phase         (relaxed load of the phase word, Release store)
 //!                    fence(SeqCst)                  <- the one full fence on multi-core
 //! lock (nested):     slot += 2                      (Release store)
 //! unlock (nested):   slot -= 2                      (Release store)
@@ -21,16 +22,17 @@
 //! `gp` advances one step at a time and a grace period is four steps:
 //! **flip** (the phase readers copy changes), **wait** until no slot is online with
 //! the old phase, **flip** back, **wait** again. `phase(gp) = ((gp + 1) / 2) % 2`, so the
-//! counter alone says where the machine is: odd = a wait is in progress. A cookie
+//! counter alone says where the machine is: odd = a wait is in progress. Readers do not
+//! read `gp` (see "The phase word" below). A cookie
 //! ([`Rcu::start_poll`]) is the counter value at which the next full grace period ends.
 //!
 //! # Why two flips
 //!
-//! A reader loads `gp` and then stores its slot; it can be delayed between the two.
+//! A reader loads the phase and then stores its slot; it can be delayed between the two.
 //!
 //! | reader                         | writer                                              |
 //! |--------------------------------|-----------------------------------------------------|
-//! | loads gp: phase 0              |                                                     |
+//! | loads the phase: 0             |                                                     |
 //! | (delayed)                      | unpublish A; flip to 1; no slot online → done; free A |
 //! | stores slot = online, phase 0  |                                                     |
 //! | fence; loads the pointer: B    | unpublish B; flip to 0; the reader's phase **is** 0: |
@@ -41,6 +43,26 @@
 //! reader's stale phase is old for one of the two waits, so it is waited for. liburcu
 //! shipped the one-flip bug once; `tests/loom_rcu.rs` keeps a one-flip variant
 //! (`Mutant::SingleFlip`) and requires the model to catch it.
+//!
+//! # The phase word
+//!
+//! Readers copy the phase from a word of its own, not from `gp`: `gp` changes four times
+//! per grace period, and each change would cost every reading core a cache miss on its
+//! next outermost lock. Wait steps set the phase word to `phase(gp)` when it differs, so
+//! it changes twice per grace period and never otherwise; padding (`crate::pad`) keeps
+//! it off the lines that drivers write.
+//!
+//! **Safety does not depend on the phase a reader records.** A grace period contains
+//! two consecutive waits, one for each phase value. Whatever phase a reader's slot shows,
+//! one of the two waits is for that phase and completes only after a scan that did not
+//! see the slot online with it; as only the reader writes its slot and the phase is
+//! fixed for a whole section, that scan came after the section ended (or, by the fence
+//! pairing below, the reader never saw the unpublished pointer). The phase only decides
+//! *which* wait holds a reader, and so how soon the waits can finish: a wait for phase
+//! `x` cannot complete while new sections keep recording `x`, which is why the word
+//! follows `gp`. A driver stopped between its check and its store can leave a stale
+//! value behind; the next wait step repairs it. `Mutant::FrozenPhase` (the word never
+//! changes) must pass every loom model, which checks this argument on the models.
 //!
 //! # Any number of drivers, none of them in charge
 //!
@@ -103,7 +125,7 @@
 //!
 //! # Cost
 //!
-//! Outermost lock: a load of `gp`, a release store, and one full fence (`mfence`/`lock
+//! Outermost lock: a load of the phase word, a release store, and one full fence (`mfence`/`lock
 //! or` on x86, `dmb` on Arm, `fence rw,rw` on RISC-V); nested lock and unlock: a load and
 //! a release store. On a single core the binary may set `--cfg rcuref_unsafe_assume_single_core`
 //! (the name says what it asserts), which turns the fence into a compiler fence: an

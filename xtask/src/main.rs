@@ -178,6 +178,28 @@ fn test(args: &[String]) -> Result<(), String> {
             ("CARGO_TARGET_DIR", "target/mutants"),
         ],
     );
+    #[cfg(target_os = "linux")]
+    run.cargo(
+        "host: asymmetric-fence mode (membarrier), its store-buffering torture and the \
+         skipped-heavy-fence variant it must catch",
+        &[
+            "test",
+            "--release",
+            "--features",
+            "membarrier",
+            "--test",
+            "asymmetric",
+            "--",
+            "--test-threads=1",
+        ],
+        &[
+            (
+                "RUSTFLAGS",
+                "--cfg rcuref_asymmetric_fence --cfg rcuref_mutants",
+            ),
+            ("CARGO_TARGET_DIR", "target/asym"),
+        ],
+    );
     if !quick {
         run.cargo(
             "host: Miri",
