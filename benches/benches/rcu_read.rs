@@ -1,111 +1,236 @@
 //! RCU read side: an rcuref read section (lock + unlock) against crossbeam-epoch's
-//! `pin()`, and read locks of std, parking_lot and spin `RwLock`s; alone, and with a
-//! writer thread churning (grace periods / deferred frees / write locks).
+//! `pin()` and the read locks of std, parking_lot and spin `RwLock`s.
+//!
+//! * `read_side`: one thread, nothing else running;
+//! * `read_side_contended`: `T` threads at once (`RCUREF_BENCH_THREADS`), each with its
+//!   own reader on **one** shared domain / collector / lock: what a single-thread number
+//!   hides (false sharing, a line every reader writes);
+//! * `read_side_with_writer`: `T` readers while one more thread runs grace periods (or
+//!   deferred frees, or write locks) back to back; only counts with a core left for the
+//!   writer.
+//!
+//! Built with `--cfg rcuref_asymmetric_fence` (as `cargo xtask bench` does in a second
+//! build), only the rcuref entries run, labelled "asymmetric": readers with a compiler
+//! fence, grace periods with `membarrier`.
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use rcuref::Rcu;
+use rcuref_bench::thread_counts;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
 
-static RCU: Rcu<4> = Rcu::new();
+#[cfg(rcuref_asymmetric_fence)]
+rcuref::set_heavy_fence!(rcuref::rcu::Membarrier);
 
-/// Runs `write` in a loop on another thread while `f` benchmarks.
-fn with_writer<W: FnMut() + Send + 'static>(churn: bool, mut write: W, f: impl FnOnce()) {
-    if !churn {
-        return f();
+/// Enough slots for 32 readers and a writer.
+static RCU: Rcu<40> = Rcu::new();
+
+const ASYM: bool = cfg!(rcuref_asymmetric_fence);
+
+fn ours(what: &str) -> String {
+    if ASYM {
+        format!("rcuref {what} (asymmetric fences)")
+    } else {
+        format!("rcuref {what}")
     }
-    let stop = Arc::new(AtomicBool::new(false));
-    let s = stop.clone();
-    let h = std::thread::spawn(move || {
-        while !s.load(Ordering::Relaxed) {
-            write();
-        }
+}
+
+/// Runs `body` `iters` times on each of `threads` threads at once, each with its own
+/// state from `init` (made before the common start), and returns the mean over the
+/// threads of the time each took: per-thread time per iteration, as criterion reports.
+///
+/// Generic, not `dyn`: the body must inline into the loop as it does in the one-thread
+/// benches, or an indirect call per iteration would be measured too.
+fn on_threads<S, I: Fn() -> S + Sync, B: Fn(&S) + Sync>(
+    threads: usize,
+    iters: u64,
+    init: I,
+    body: B,
+) -> Duration {
+    let start = Barrier::new(threads);
+    let total: Duration = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let state = init();
+                    start.wait();
+                    let t0 = Instant::now();
+                    for _ in 0..iters {
+                        body(&state);
+                    }
+                    t0.elapsed()
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).sum()
     });
-    f();
-    stop.store(true, Ordering::Relaxed);
-    h.join().unwrap();
+    total / threads as u32
+}
+
+/// Runs `write` in a loop on another thread while `f` runs, and appends the writer's
+/// rate to `target/rcuref-bench/writer_rates.tsv` (`label`, threads, operations per
+/// second) for the report: a reader cost means little without the writer's pace.
+fn with_writer<W: FnMut() + Send>(label: &str, threads: usize, mut write: W, f: impl FnOnce()) {
+    let stop = AtomicBool::new(false);
+    let t0 = Instant::now();
+    let ops = std::thread::scope(|s| {
+        let w = s.spawn(|| {
+            let mut n = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                write();
+                n += 1;
+            }
+            n
+        });
+        f();
+        stop.store(true, Ordering::Relaxed);
+        w.join().unwrap()
+    });
+    let rate = ops as f64 / t0.elapsed().as_secs_f64();
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/rcuref-bench");
+    let _ = std::fs::create_dir_all(&dir);
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("writer_rates.tsv"))
+    {
+        use std::io::Write as _;
+        let _ = writeln!(f, "{label}\t{threads}\t{rate:.0}");
+    }
+}
+
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 fn read_side(c: &mut Criterion) {
-    for churn in [false, true] {
-        let name = if churn {
-            "read_side_with_writer"
-        } else {
-            "read_side"
-        };
-        let mut g = c.benchmark_group(name);
+    let mut g = c.benchmark_group("read_side");
+    let reader = RCU.register().unwrap();
+    g.bench_function(ours("lock+unlock"), |b| {
+        b.iter(|| {
+            let guard = reader.lock();
+            black_box(&guard);
+        })
+    });
+    drop(reader);
+    if !ASYM {
+        g.bench_function("crossbeam-epoch pin", |b| {
+            b.iter(|| {
+                let guard = crossbeam_epoch::pin();
+                black_box(&guard);
+            })
+        });
+        let l = std::sync::RwLock::new(0u64);
+        g.bench_function("std RwLock read", |b| {
+            b.iter(|| black_box(*l.read().unwrap()))
+        });
+        let l = parking_lot::RwLock::new(0u64);
+        g.bench_function("parking_lot RwLock read", |b| b.iter(|| black_box(*l.read())));
+        let l = spin::RwLock::new(0u64);
+        g.bench_function("spin RwLock read", |b| b.iter(|| black_box(*l.read())));
+    }
+    g.finish();
+}
 
+fn read_side_contended(c: &mut Criterion) {
+    let mut g = c.benchmark_group("read_side_contended");
+    g.sample_size(30).measurement_time(Duration::from_secs(3));
+    for t in thread_counts() {
+        g.bench_function(BenchmarkId::new(ours("lock+unlock"), t), |b| {
+            b.iter_custom(|iters| {
+                on_threads(t, iters, || RCU.register().unwrap(), |r| {
+                    let guard = r.lock();
+                    black_box(&guard);
+                })
+            })
+        });
+        if ASYM {
+            continue;
+        }
+        g.bench_function(BenchmarkId::new("crossbeam-epoch pin", t), |b| {
+            b.iter_custom(|iters| {
+                on_threads(t, iters, || (), |()| {
+                    let guard = crossbeam_epoch::pin();
+                    black_box(&guard);
+                })
+            })
+        });
+        let l = parking_lot::RwLock::new(0u64);
+        g.bench_function(BenchmarkId::new("parking_lot RwLock read", t), |b| {
+            b.iter_custom(|iters| on_threads(t, iters, || (), |()| { black_box(*l.read()); }))
+        });
+    }
+    g.finish();
+}
+
+fn read_side_with_writer(c: &mut Criterion) {
+    let mut g = c.benchmark_group("read_side_with_writer");
+    g.sample_size(30).measurement_time(Duration::from_secs(3));
+    // One core per reader and one for the writer: more would measure time-slicing.
+    let counts: Vec<usize> = thread_counts()
+        .into_iter()
+        .filter(|&t| t == 1 || t < cores())
+        .collect();
+    for &t in &counts {
         with_writer(
-            churn,
+            &ours("lock+unlock"),
+            t,
             || {
                 let mut w = RCU.register().unwrap();
                 w.synchronize(std::hint::spin_loop).unwrap();
             },
             || {
-                let reader = RCU.register().unwrap();
-                g.bench_function("rcuref lock+unlock", |b| {
-                    b.iter(|| {
-                        let guard = reader.lock();
-                        black_box(&guard);
+                g.bench_function(BenchmarkId::new(ours("lock+unlock"), t), |b| {
+                    b.iter_custom(|iters| {
+                        on_threads(t, iters, || RCU.register().unwrap(), |r| {
+                            let guard = r.lock();
+                            black_box(&guard);
+                        })
                     })
                 });
             },
         );
-
+        if ASYM {
+            continue;
+        }
         with_writer(
-            churn,
+            "crossbeam-epoch pin",
+            t,
             || {
                 let guard = crossbeam_epoch::pin();
                 guard.defer(|| ());
                 guard.flush();
             },
             || {
-                g.bench_function("crossbeam-epoch pin", |b| {
-                    b.iter(|| {
-                        let guard = crossbeam_epoch::pin();
-                        black_box(&guard);
+                g.bench_function(BenchmarkId::new("crossbeam-epoch pin", t), |b| {
+                    b.iter_custom(|iters| {
+                        on_threads(t, iters, || (), |()| {
+                            let guard = crossbeam_epoch::pin();
+                            black_box(&guard);
+                        })
                     })
                 });
             },
         );
-
-        let l = Arc::new(std::sync::RwLock::new(0u64));
-        let lw = l.clone();
-        with_writer(
-            churn,
-            move || *lw.write().unwrap() += 1,
-            || {
-                g.bench_function("std RwLock read", |b| {
-                    b.iter(|| black_box(*l.read().unwrap()))
-                });
-            },
-        );
-
         let l = Arc::new(parking_lot::RwLock::new(0u64));
         let lw = l.clone();
         with_writer(
-            churn,
+            "parking_lot RwLock read",
+            t,
             move || *lw.write() += 1,
             || {
-                g.bench_function("parking_lot RwLock read", |b| {
-                    b.iter(|| black_box(*l.read()))
+                g.bench_function(BenchmarkId::new("parking_lot RwLock read", t), |b| {
+                    b.iter_custom(|iters| {
+                        on_threads(t, iters, || (), |()| { black_box(*l.read()); })
+                    })
                 });
             },
         );
-
-        let l = Arc::new(spin::RwLock::new(0u64));
-        let lw = l.clone();
-        with_writer(
-            churn,
-            move || *lw.write() += 1,
-            || {
-                g.bench_function("spin RwLock read", |b| b.iter(|| black_box(*l.read())));
-            },
-        );
-        g.finish();
     }
+    g.finish();
 }
 
-criterion_group!(benches, read_side);
+criterion_group!(benches, read_side, read_side_contended, read_side_with_writer);
 criterion_main!(benches);

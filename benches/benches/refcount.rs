@@ -37,61 +37,52 @@ fn uncontended(c: &mut Criterion) {
 }
 
 /// `threads` threads each do `iters` get+put pairs on one shared counter; returns the
-/// wall time, so criterion reports time per pair per thread.
-fn hammer(threads: usize, iters: u64, op: Arc<dyn Fn() + Send + Sync>) -> Duration {
-    let barrier = Arc::new(Barrier::new(threads + 1));
-    let hs: Vec<_> = (0..threads)
-        .map(|_| {
-            let (barrier, op) = (barrier.clone(), op.clone());
-            std::thread::spawn(move || {
+/// wall time, so criterion reports time per pair per thread. Generic, not `dyn`: the
+/// operation must inline into the loop as in the one-thread benches.
+fn hammer<F: Fn() + Sync>(threads: usize, iters: u64, op: &F) -> Duration {
+    let barrier = Barrier::new(threads + 1);
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
                 barrier.wait();
                 for _ in 0..iters {
                     op();
                 }
-            })
-        })
-        .collect();
-    barrier.wait();
-    let start = Instant::now();
-    for h in hs {
-        h.join().unwrap();
-    }
-    start.elapsed()
+            });
+        }
+        barrier.wait();
+        let start = Instant::now();
+        // The scope joins every thread before it returns.
+        start
+    })
+    .elapsed()
 }
 
 fn contended(c: &mut Criterion) {
     let mut g = c.benchmark_group("refcount_contended");
     g.sample_size(20).measurement_time(Duration::from_secs(3));
     for n in thread_counts() {
-        // Each case: its name and one operation on a counter shared by all threads.
-        let file_ref = Arc::new(FileRef64::new(1));
-        let cas = Arc::new(CasRef::new(1));
+        let file_ref = FileRef64::new(1);
+        let get_put = || {
+            black_box(file_ref.get());
+            black_box(file_ref.put());
+        };
+        g.bench_with_input(BenchmarkId::new("FileRef get+put", n), &n, |b, &n| {
+            b.iter_custom(|iters| hammer(n, iters, &get_put))
+        });
+        let cas = CasRef::new(1);
+        let cas_get_put = || {
+            black_box(cas.get());
+            black_box(cas.put());
+        };
+        g.bench_with_input(BenchmarkId::new("CAS-loop inc_not_zero+dec", n), &n, |b, &n| {
+            b.iter_custom(|iters| hammer(n, iters, &cas_get_put))
+        });
         let arc = Arc::new(0u64);
-        let cases: [(&str, Arc<dyn Fn() + Send + Sync>); 3] = [
-            (
-                "FileRef get+put",
-                Arc::new(move || {
-                    black_box(file_ref.get());
-                    black_box(file_ref.put());
-                }),
-            ),
-            (
-                "CAS-loop inc_not_zero+dec",
-                Arc::new(move || {
-                    black_box(cas.get());
-                    black_box(cas.put());
-                }),
-            ),
-            (
-                "Arc clone+drop",
-                Arc::new(move || drop(black_box(arc.clone()))),
-            ),
-        ];
-        for (name, op) in cases {
-            g.bench_with_input(BenchmarkId::new(name, n), &n, |b, &n| {
-                b.iter_custom(|iters| hammer(n, iters, op.clone()))
-            });
-        }
+        let clone_drop = || drop(black_box(arc.clone()));
+        g.bench_with_input(BenchmarkId::new("Arc clone+drop", n), &n, |b, &n| {
+            b.iter_custom(|iters| hammer(n, iters, &clone_drop))
+        });
     }
     g.finish();
 }

@@ -15,9 +15,9 @@ use rcuref::Rcu;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
-use tree::{churn, dir_name, file_name, ino, DIRS, FILES_PER_DIR};
+use tree::{churn, dir_name, file_name, ino, DIRS, FILES_PER_DIR, SLOTS};
 
-static RCU: Rcu<4> = Rcu::new();
+static RCU: Rcu<SLOTS> = Rcu::new();
 
 struct Result {
     lookups: u64,

@@ -4,8 +4,8 @@
 //! this kind of lookup from a reader-writer semaphore to RCU.
 //!
 //! The RCU tree offers the two walks of the kernel's path lookup:
-//! * **RCU-walk** ([`RcuTree::lookup`], `LOOKUP_RCU`): resolve the path in a table of
-//!   names published through an [`RcuCell`], inside the read section, writing no shared
+//! * **RCU-walk** ([`RcuTree::lookup`], `LOOKUP_RCU`): resolve the path in tables of
+//!   names published through [`RcuCell`]s (one for the directories, one per directory), inside the read section, writing no shared
 //!   memory at all; take a reference only on the final object, and only when the
 //!   caller needs it past the section ([`RcuTree::open`]), re-checking that it is still
 //!   the object the names pointed at;
@@ -23,6 +23,9 @@ use std::sync::{Mutex, RwLock};
 pub const DIRS: usize = 8;
 pub const FILES_PER_DIR: usize = 8;
 pub const NODES: usize = 128;
+/// Reader slots of the tree's domain: the benchmark's reader threads (up to 32), the
+/// writer, and the writer's own read of the names table.
+pub const SLOTS: usize = 40;
 
 /// A name of at most 15 bytes, stored inline (no heap in the RCU version).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -52,52 +55,55 @@ pub struct Node {
     pub ino: u32,
 }
 
-/// An entry of the names table: a name and the inode it resolves to.
+/// An entry of a names table: a name and the inode it resolves to.
 pub type Entry = Option<(Name, u32)>;
 
-/// Every name of the tree with its inode: what RCU-walk resolves a path in.
+/// The names of the directories: what RCU-walk resolves a path's first component in.
 #[derive(Clone, Copy)]
-pub struct Names {
-    dirs: [Entry; DIRS],
-    files: [[Entry; FILES_PER_DIR]; DIRS],
+pub struct DirNames([Entry; DIRS]);
+
+/// The names of one directory's files. One table per directory, so that a change
+/// copies and republishes one small table (160 bytes), and lookups in the other
+/// directories keep reading lines that nobody wrote.
+#[derive(Clone, Copy)]
+pub struct FileNames([Entry; FILES_PER_DIR]);
+
+/// The position and inode of `name` in `entries`.
+fn find(entries: &[Entry], name: &str) -> Option<(usize, u32)> {
+    entries
+        .iter()
+        .enumerate()
+        .find_map(|(i, e)| e.filter(|(n, _)| n.is(name)).map(|(_, ino)| (i, ino)))
 }
 
-impl Names {
-    const EMPTY: Names = Names {
-        dirs: [None; DIRS],
-        files: [[None; FILES_PER_DIR]; DIRS],
-    };
+/// Spare tables of one kind for the writer, and the ones it retired (released after a
+/// grace period: a reader may still be resolving a path in one).
+struct Spares<T: 'static> {
+    free: Vec<&'static mut T>,
+    retired: VecDeque<Retired<'static, T, SLOTS>>,
+}
 
-    /// The slot of `dir/file`, if both names are present.
-    fn find(&self, dir: &str, file: &str) -> Option<(usize, usize, u32)> {
-        let d = self
-            .dirs
-            .iter()
-            .position(|e| e.is_some_and(|(n, _)| n.is(dir)))?;
-        let (f, ino) = self.files[d]
-            .iter()
-            .enumerate()
-            .find_map(|(f, e)| e.filter(|(n, _)| n.is(file)).map(|(_, ino)| (f, ino)))?;
-        Some((d, f, ino))
+impl<T: 'static> Spares<T> {
+    fn new(tables: impl Iterator<Item = &'static mut T>) -> Mutex<Self> {
+        Mutex::new(Spares {
+            free: tables.collect(),
+            retired: VecDeque::new(),
+        })
     }
 }
 
-/// Spare tables for the writer, and the tables it retired (released after a grace
-/// period: a reader may still be resolving a path in one).
-struct Spares {
-    free: Vec<&'static mut Names>,
-    retired: VecDeque<Retired<'static, Names, 4>>,
-}
-
 /// The RCU version: every entry is an object of a typesafe pool owned by a `PoolCell`
-/// (ref-walk reads these), and the names are also published as one table (RCU-walk).
+/// (ref-walk reads these), and the names are also published as tables (RCU-walk): one
+/// for the directories, one per directory for its files.
 pub struct RcuTree {
-    rcu: &'static Rcu<4>,
+    rcu: &'static Rcu<SLOTS>,
     pool: &'static Pool<Node, NODES>,
     dirs: &'static [PoolCell<'static, Node, NODES>; DIRS],
     files: &'static [[PoolCell<'static, Node, NODES>; FILES_PER_DIR]; DIRS],
-    names: RcuCell<'static, Names, 4>,
-    spares: Mutex<Spares>,
+    dir_names: RcuCell<'static, DirNames, SLOTS>,
+    file_names: [RcuCell<'static, FileNames, SLOTS>; DIRS],
+    dir_spares: Mutex<Spares<DirNames>>,
+    file_spares: Mutex<Spares<FileNames>>,
 }
 
 /// Declares the statics of one RCU tree (in domain `$rcu`) and evaluates to an `RcuTree`.
@@ -114,35 +120,47 @@ macro_rules! rcu_tree {
     }};
 }
 
-/// How many names tables the writer cycles through: it waits for a grace period only
-/// when all of them are still retired.
-const TABLES: usize = 8;
+/// Spare tables per kind beyond the published ones: the writer waits for a grace period
+/// only when all of them are still retired.
+const SPARES: usize = 16;
+
+/// `n` copies of `empty`, leaked: they live as long as the tree's statics.
+fn tables<T: Copy + 'static>(empty: T, n: usize) -> impl Iterator<Item = &'static mut T> {
+    (0..n).map(move |_| Box::leak(Box::new(empty)))
+}
 
 impl RcuTree {
     pub fn new(
-        rcu: &'static Rcu<4>,
+        rcu: &'static Rcu<SLOTS>,
         pool: &'static Pool<Node, NODES>,
         dirs: &'static [PoolCell<'static, Node, NODES>; DIRS],
         files: &'static [[PoolCell<'static, Node, NODES>; FILES_PER_DIR]; DIRS],
     ) -> Self {
-        let mut tables = (0..TABLES).map(|_| Box::leak(Box::new(Names::EMPTY)));
-        let first = tables.next().expect("TABLES > 0");
+        let mut d = tables(DirNames([None; DIRS]), 1);
+        let mut f = tables(FileNames([None; FILES_PER_DIR]), DIRS);
         RcuTree {
             rcu,
             pool,
             dirs,
             files,
-            names: RcuCell::new(rcu, first),
-            spares: Mutex::new(Spares {
-                free: tables.collect(),
-                retired: VecDeque::new(),
+            dir_names: RcuCell::new(rcu, d.next().expect("one table")),
+            file_names: core::array::from_fn(|_| {
+                RcuCell::new(rcu, f.next().expect("DIRS tables"))
             }),
+            dir_spares: Spares::new(tables(DirNames([None; DIRS]), SPARES)),
+            file_spares: Spares::new(tables(FileNames([None; FILES_PER_DIR]), SPARES)),
         }
     }
 
-    /// Writer: publishes a changed copy of the names table.
-    fn update_names(&self, change: impl FnOnce(&mut Names)) {
-        let mut sp = self.spares.lock().unwrap();
+    /// Writer: publishes a changed copy of the table in `cell` (writers of one kind of
+    /// table take turns: the spares' lock is held throughout).
+    fn update<T: Copy + 'static>(
+        &self,
+        cell: &RcuCell<'static, T, SLOTS>,
+        spares: &Mutex<Spares<T>>,
+        change: impl FnOnce(&mut T),
+    ) {
+        let mut sp = spares.lock().unwrap();
         while let Some(r) = sp.retired.pop_front() {
             match r.try_reclaim() {
                 Ok(t) => sp.free.push(t),
@@ -155,9 +173,9 @@ impl RcuTree {
         let table = match sp.free.pop() {
             Some(t) => t,
             None => {
-                // Every table is still retired: wait for the oldest (polling: this
-                // writer holds no section, and a poll never blocks).
-                let mut r = sp.retired.pop_front().expect("TABLES > 0");
+                // Every spare is still retired: wait for the oldest (polling: this writer
+                // holds no section, and a poll never blocks).
+                let mut r = sp.retired.pop_front().expect("SPARES > 0");
                 loop {
                     match r.try_reclaim() {
                         Ok(t) => break t,
@@ -167,12 +185,13 @@ impl RcuTree {
                 }
             }
         };
-        *table = self
-            .rcu
-            .read(|g| *self.names.load(g))
-            .expect("a reader slot");
+        *table = self.rcu.read(|g| *cell.load(g)).expect("a reader slot");
         change(table);
-        sp.retired.push_back(self.names.replace(table));
+        sp.retired.push_back(cell.replace(table));
+    }
+
+    fn update_files(&self, d: usize, change: impl FnOnce(&mut FileNames)) {
+        self.update(&self.file_names[d], &self.file_spares, change);
     }
 
     fn put(&self, cell: &PoolCell<'static, Node, NODES>, name: &str, ino: u32) -> bool {
@@ -191,7 +210,8 @@ impl RcuTree {
     /// Writer: creates or replaces directory `d` (slot `d`).
     pub fn mkdir(&self, d: usize, name: &str, ino: u32) {
         if self.put(&self.dirs[d], name, ino) {
-            self.update_names(|t| t.dirs[d] = Some((Name::new(name), ino)));
+            let entry = Some((Name::new(name), ino));
+            self.update(&self.dir_names, &self.dir_spares, |t| t.0[d] = entry);
         }
     }
 
@@ -200,25 +220,32 @@ impl RcuTree {
     /// new one, never a torn one. The object first, then its name.
     pub fn create(&self, d: usize, f: usize, name: &str, ino: u32) {
         if self.put(&self.files[d][f], name, ino) {
-            self.update_names(|t| t.files[d][f] = Some((Name::new(name), ino)));
+            self.update_files(d, |t| t.0[f] = Some((Name::new(name), ino)));
         }
     }
 
     /// Writer: removes file slot `f` of directory `d`: the name first, then the object.
     pub fn remove(&self, d: usize, f: usize) {
-        self.update_names(|t| t.files[d][f] = None);
+        self.update_files(d, |t| t.0[f] = None);
         drop(self.files[d][f].take());
     }
 
     /// RCU-walk: resolves `dir/file` to an inode number inside the section `g`, reading
-    /// the published names table only: no lock, no reference, no shared write.
-    pub fn lookup(&self, dir: &str, file: &str, g: &Guard<'_, '_, 4>) -> Option<u32> {
-        self.names.load(g).find(dir, file).map(|(_, _, ino)| ino)
+    /// the published names tables only: no lock, no reference, no shared write.
+    pub fn lookup(&self, dir: &str, file: &str, g: &Guard<'_, '_, SLOTS>) -> Option<u32> {
+        self.walk(dir, file, g).map(|(_, _, ino)| ino)
+    }
+
+    /// RCU-walk to the slot of `dir/file`: (directory, file slot, inode).
+    fn walk(&self, dir: &str, file: &str, g: &Guard<'_, '_, SLOTS>) -> Option<(usize, usize, u32)> {
+        let (d, _) = find(&self.dir_names.load(g).0, dir)?;
+        let (f, ino) = find(&self.file_names[d].load(g).0, file)?;
+        Some((d, f, ino))
     }
 
     /// Ref-walk: resolves `dir/file` by taking a counted reference on the entry at every
     /// level (get, then re-check) and comparing names through it.
-    pub fn lookup_ref_walk(&self, dir: &str, file: &str, g: &Guard<'_, '_, 4>) -> Option<u32> {
+    pub fn lookup_ref_walk(&self, dir: &str, file: &str, g: &Guard<'_, '_, SLOTS>) -> Option<u32> {
         self.open_ref_walk(dir, file, g).map(|n| n.ino)
     }
 
@@ -226,7 +253,7 @@ impl RcuTree {
         &self,
         dir: &str,
         file: &str,
-        g: &Guard<'_, '_, 4>,
+        g: &Guard<'_, '_, SLOTS>,
     ) -> Option<Handle<'static, Node, NODES>> {
         let d = self
             .dirs
@@ -244,9 +271,9 @@ impl RcuTree {
         &self,
         dir: &str,
         file: &str,
-        g: &Guard<'_, '_, 4>,
+        g: &Guard<'_, '_, SLOTS>,
     ) -> Option<Handle<'static, Node, NODES>> {
-        if let Some((d, f, ino)) = self.names.load(g).find(dir, file) {
+        if let Some((d, f, ino)) = self.walk(dir, file, g) {
             if let Some(h) = self.files[d][f].get(g) {
                 if h.ino == ino && h.name.is(file) {
                     return Some(h);

@@ -129,3 +129,39 @@ pub fn targets(targets: &[&str]) -> Result<(), String> {
 pub fn qemu() -> Result<(), String> {
     qemu_embedded_runner::install_qemu(Some(&qemu_dir())).map(|_| ())
 }
+
+/// Debian packages the benchmarks need: valgrind (instruction counts) and liburcu-dev
+/// (the liburcu memb harness). Installed with apt-get where a check finds them missing;
+/// elsewhere the error says what to install.
+pub fn bench_tools() -> Result<(), String> {
+    let mut missing = Vec::new();
+    if !quiet_ok("valgrind", &["--version"]) {
+        missing.push("valgrind");
+    }
+    if !quiet_ok("sh", &["-c", "ls /usr/lib/*/liburcu-memb.so /usr/lib/liburcu-memb.so 2>/dev/null | grep -q ."]) {
+        missing.push("liburcu-dev");
+    }
+    if missing.is_empty() {
+        return Ok(());
+    }
+    if !quiet_ok("apt-get", &["--version"]) {
+        return Err(format!(
+            "the benchmarks need {} (no apt-get here: install them with your package manager)",
+            missing.join(" and ")
+        ));
+    }
+    let sudo = !quiet_ok("sh", &["-c", "[ \"$(id -u)\" = 0 ]"]);
+    let mut args: Vec<&str> = Vec::new();
+    let prog = if sudo {
+        args.push("apt-get");
+        "sudo"
+    } else {
+        "apt-get"
+    };
+    let mut update = args.clone();
+    update.extend(["update", "-q"]);
+    loud(prog, &update)?;
+    args.extend(["install", "-y", "-q"]);
+    args.extend(&missing);
+    loud(prog, &args)
+}

@@ -8,13 +8,14 @@ use std::sync::Arc;
 
 static RCU: Rcu<4> = Rcu::new();
 static POOL: Pool<u64, 16> = Pool::new();
+heapless::box_pool!(HP: u64);
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let (op, n): (&str, u64) = match args.as_slice() {
         [_, op, n] => (op, n.parse().expect("iterations")),
         _ => {
-            eprintln!("usage: ops <empty|fileref_get_put|cas_get_put|arc_clone_drop|rcu_read|epoch_pin|pool_alloc_free> <iterations>");
+            eprintln!("usage: ops <empty|fileref_get_put|cas_get_put|arc_clone_drop|rcu_read|epoch_pin|pool_alloc_free|heapless_alloc_free> <iterations>");
             std::process::exit(2);
         }
     };
@@ -22,6 +23,11 @@ fn main() {
     let c = CasRef::new(1);
     let a = Arc::new(0u64);
     let reader = RCU.register().unwrap();
+    for _ in 0..16 {
+        let block: &'static mut heapless::pool::boxed::BoxBlock<u64> =
+            Box::leak(Box::new(heapless::pool::boxed::BoxBlock::new()));
+        HP.manage(block);
+    }
     for _ in 0..n {
         match op {
             "empty" => {
@@ -43,6 +49,7 @@ fn main() {
                 black_box(&g);
             }
             "pool_alloc_free" => drop(black_box(POOL.alloc(7).ok())),
+            "heapless_alloc_free" => drop(black_box(HP.alloc(7).ok())),
             other => {
                 eprintln!("unknown op {other}");
                 std::process::exit(2);
