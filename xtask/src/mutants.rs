@@ -4,13 +4,17 @@
 //! 1. every mutant against the host tests, in a mutant build (`--cfg rcuref_mutants`, so
 //!    the exact-point preemption tests and the negative controls run too; the signal
 //!    tortures are turned down to `RCUREF_FREEZES=20` freezes);
-//! 2. the mutants that survived pass 1, against the loom models.
+//! 2. the mutants that survived pass 1, against the loom models;
+//! 3. `src/rcu/heavy.rs` (excluded from pass 1: it is compiled only in the
+//!    asymmetric-fence build) against `tests/asymmetric.rs` in that build (Linux only:
+//!    membarrier). Skipped in a narrowed run.
 //!
 //! A mutant that survives both must be listed in `mutants-equivalent.md` with why it is
 //! equivalent (keyed by file and description, without line numbers, which move); the
 //! command fails on any survivor that is not listed, and reports entries that no longer
 //! survive. It prints the score and writes it to `target/mutation/summary.txt`.
-//! Settings: `.cargo/mutants.toml` (pass 1) and `.cargo/mutants-loom.toml` (pass 2).
+//! Settings: `.cargo/mutants.toml` (pass 1), `.cargo/mutants-loom.toml` (pass 2) and
+//! `.cargo/mutants-asym.toml` (pass 3).
 
 use crate::steps::workspace_root;
 use std::collections::BTreeMap;
@@ -47,37 +51,82 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let mut survivors = pass1.missed.clone();
     let mut loom_killed = 0;
     if !survivors.is_empty() {
-        let loom_out = out.join("loom");
-        let loom_out_s = loom_out.display().to_string();
-        let res: Vec<String> = survivors
-            .iter()
-            .map(|m| format!("^{}$", regex_escape(m)))
-            .collect();
-        let mut loom = vec![
-            "mutants",
-            "--config",
-            ".cargo/mutants-loom.toml",
-            "-p",
-            "rcuref",
-            "--no-shuffle",
-            "-o",
-            &loom_out_s,
-        ];
-        for r in &res {
-            loom.push("-F");
-            loom.push(r);
+        // One run per group of survivors, each against the models of its own module
+        // (a loom run costs minutes; every model for every mutant would take hours).
+        let mut groups: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+        for m in &survivors {
+            groups.entry(loom_group(m)).or_default().push(m.clone());
         }
+        let mut missed = Vec::new();
+        for (group, members) in &groups {
+            let loom_out = out.join(format!("loom-{group}"));
+            let loom_out_s = loom_out.display().to_string();
+            let res: Vec<String> = members
+                .iter()
+                .map(|m| format!("^{}$", regex_escape(m)))
+                .collect();
+            let mut loom = vec![
+                "mutants",
+                "--config",
+                ".cargo/mutants-loom.toml",
+                "-p",
+                "rcuref",
+                "--no-shuffle",
+                "-o",
+                &loom_out_s,
+            ];
+            let tests = loom_tests(group);
+            for t in &tests {
+                loom.push("--cargo-arg=--test");
+                loom.push(t);
+            }
+            for r in &res {
+                loom.push("-F");
+                loom.push(r);
+            }
+            cargo_mutants(
+                &format!("pass 2: loom models ({group}), on the survivors"),
+                &loom,
+                &[
+                    ("RUSTFLAGS", "--cfg loom"),
+                    ("CARGO_TARGET_DIR", "target/cm-loom"),
+                ],
+            )?;
+            let pass2 = Outcomes::read(&loom_out)?;
+            loom_killed += pass2.caught.len() + pass2.timeout.len();
+            missed.extend(pass2.missed);
+        }
+        survivors = missed;
+    }
+
+    // Pass 3: the asymmetric-fence mode, in its own build.
+    let mut pass3: Option<Outcomes> = None;
+    if narrow.is_empty() && cfg!(target_os = "linux") {
+        let asym_out = out.join("asym");
+        let asym_out_s = asym_out.display().to_string();
         cargo_mutants(
-            "pass 2: loom models, on the survivors",
-            &loom,
+            "pass 3: the asymmetric-fence mode (src/rcu/heavy.rs, its own build)",
             &[
-                ("RUSTFLAGS", "--cfg loom"),
-                ("CARGO_TARGET_DIR", "target/cm-loom"),
+                "mutants",
+                "--config",
+                ".cargo/mutants-asym.toml",
+                "-p",
+                "rcuref",
+                "--no-shuffle",
+                "-o",
+                &asym_out_s,
+            ],
+            &[
+                (
+                    "RUSTFLAGS",
+                    "--cfg rcuref_asymmetric_fence --cfg rcuref_mutants",
+                ),
+                ("CARGO_TARGET_DIR", "target/cm-asym"),
             ],
         )?;
-        let pass2 = Outcomes::read(&loom_out)?;
-        loom_killed = pass2.caught.len() + pass2.timeout.len();
-        survivors = pass2.missed;
+        let p3 = Outcomes::read(&asym_out)?;
+        survivors.extend(p3.missed.iter().cloned());
+        pass3 = Some(p3);
     }
 
     let listed = equivalents(&root.join("mutants-equivalent.md"))?;
@@ -93,9 +142,14 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
     let stale: Vec<&String> = listed.keys().filter(|k| !used.contains_key(*k)).collect();
 
-    let total = pass1.total();
-    let viable = total - pass1.unviable.len();
-    let killed = pass1.caught.len() + pass1.timeout.len() + loom_killed;
+    let p3 = pass3.as_ref();
+    let p3_total = p3.map_or(0, Outcomes::total);
+    let p3_unviable = p3.map_or(0, |p| p.unviable.len());
+    let p3_killed = p3.map_or(0, |p| p.caught.len() + p.timeout.len());
+    let total = pass1.total() + p3_total;
+    let unviable = pass1.unviable.len() + p3_unviable;
+    let viable = total - unviable;
+    let killed = pass1.caught.len() + pass1.timeout.len() + loom_killed + p3_killed;
     let equivalent = survivors.len() - unlisted.len();
     let score = if viable > equivalent {
         100.0 * killed as f64 / (viable - equivalent) as f64
@@ -104,10 +158,11 @@ pub fn run(args: &[String]) -> Result<(), String> {
     };
     let summary = format!(
         "mutants: {total} generated, {} unviable (do not compile), {viable} viable\n\
-         killed: {killed} ({} by the host tests, {} of them by timeout; {loom_killed} more by loom)\n\
+         killed: {killed} ({} by the host tests, {} of them by timeout; {loom_killed} more by loom; \
+         {p3_killed} in the asymmetric-fence build)\n\
          survived: {} ({equivalent} listed as equivalent in mutants-equivalent.md, {} not listed)\n\
          score: {score:.1}% of the non-equivalent viable mutants killed\n",
-        pass1.unviable.len(),
+        unviable,
         pass1.caught.len() + pass1.timeout.len(),
         pass1.timeout.len(),
         survivors.len(),
@@ -207,6 +262,23 @@ impl Outcomes {
     fn total(&self) -> usize {
         self.caught.len() + self.missed.len() + self.timeout.len() + self.unviable.len()
     }
+}
+
+/// Which loom models a surviving mutant is run against in pass 2: its module's.
+fn loom_group(mutant: &str) -> &'static str {
+    ["file_ref", "rcu", "pool"]
+        .into_iter()
+        .find(|m| mutant.starts_with(&format!("src/{m}/")))
+        .unwrap_or("all")
+}
+
+/// The `--cargo-arg` values that select a group's loom test binaries.
+fn loom_tests(group: &str) -> Vec<String> {
+    let all = ["file_ref", "rcu", "pool"];
+    all.iter()
+        .filter(|m| group == "all" || group == **m)
+        .map(|m| format!("--cargo-arg=loom_{m}"))
+        .collect()
 }
 
 /// A mutant's name without its line and column: `src/x.rs: replace a with b in f`.
