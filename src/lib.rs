@@ -49,27 +49,73 @@ compile_error!(
      use the cfg form.)"
 );
 
+// The modules, each under the same condition as the items in `when_atomics_are_chosen!`
+// (written out, not inside the macro, so that tools that follow `mod` declarations, such
+// as cargo-mutants and rust-analyzer, see them).
+#[cfg(any(
+    target_has_atomic = "32",
+    feature = "critical-section",
+    portable_atomic_unsafe_assume_single_core,
+    portable_atomic_unsafe_assume_privileged
+))]
+mod sync;
+
+// Test builds only (loom, mutation testing), which run on hosts with atomics.
+#[cfg(any(loom, rcuref_mutants))]
+#[doc(hidden)]
+pub mod mutants;
+
+#[cfg(any(
+    target_has_atomic = "32",
+    feature = "critical-section",
+    portable_atomic_unsafe_assume_single_core,
+    portable_atomic_unsafe_assume_privileged
+))]
+mod error;
+#[cfg(any(
+    target_has_atomic = "32",
+    feature = "critical-section",
+    portable_atomic_unsafe_assume_single_core,
+    portable_atomic_unsafe_assume_privileged
+))]
+pub mod file_ref;
+#[cfg(all(
+    feature = "riscv-harts",
+    any(target_arch = "riscv32", target_arch = "riscv64"),
+    target_has_atomic = "ptr"
+))]
+#[cfg_attr(docsrs, doc(cfg(all(feature = "riscv-harts", any(target_arch = "riscv32", target_arch = "riscv64")))))]
+pub mod harts;
+#[cfg(any(
+    target_has_atomic = "32",
+    feature = "critical-section",
+    portable_atomic_unsafe_assume_single_core,
+    portable_atomic_unsafe_assume_privileged
+))]
+mod log;
+#[cfg(any(
+    target_has_atomic = "32",
+    feature = "critical-section",
+    portable_atomic_unsafe_assume_single_core,
+    portable_atomic_unsafe_assume_privileged
+))]
+mod pad;
+#[cfg(any(
+    target_has_atomic = "32",
+    feature = "critical-section",
+    portable_atomic_unsafe_assume_single_core,
+    portable_atomic_unsafe_assume_privileged
+))]
+pub mod pool;
+#[cfg(any(
+    target_has_atomic = "32",
+    feature = "critical-section",
+    portable_atomic_unsafe_assume_single_core,
+    portable_atomic_unsafe_assume_privileged
+))]
+pub mod rcu;
+
 when_atomics_are_chosen! {
-    mod sync;
-
-    #[cfg(any(loom, rcuref_mutants))]
-    #[doc(hidden)]
-    pub mod mutants;
-
-    mod error;
-    pub mod file_ref;
-    #[cfg(all(
-        feature = "riscv-harts",
-        any(target_arch = "riscv32", target_arch = "riscv64"),
-        target_has_atomic = "ptr"
-    ))]
-    #[cfg_attr(docsrs, doc(cfg(all(feature = "riscv-harts", any(target_arch = "riscv32", target_arch = "riscv64")))))]
-    pub mod harts;
-    mod log;
-    mod pad;
-    pub mod pool;
-    pub mod rcu;
-
     #[cfg(any(target_has_atomic = "64", feature = "critical-section"))]
     #[cfg_attr(docsrs, doc(cfg(any(target_has_atomic = "64", feature = "critical-section"))))]
     pub use file_ref::FileRef64;
