@@ -429,8 +429,13 @@ pub struct Torture {
 
 impl Torture {
     pub const fn new() -> Self {
+        Self::with_dedicated(0)
+    }
+
+    /// A torture whose domain reserves its first `dedicated` slots for `ContextReader`s.
+    pub const fn with_dedicated(dedicated: usize) -> Self {
         Torture {
-            rcu: Rcu::new(),
+            rcu: Rcu::with_dedicated(dedicated),
             objs: [const {
                 Obj {
                     pipe: AtomicU32::new(FREE),
@@ -496,29 +501,40 @@ impl Torture {
     /// One read section: the reader half, also callable from an interrupt handler
     /// (it takes a slot for the section). `delay` spins inside the section.
     pub fn read_once(&self, delay: u32) {
-        let r = self.rcu.read(|_guard| {
-            let j = self.current.load(Acquire);
-            if j == NOTHING {
-                return; // the writer has not started
-            }
-            let o = &self.objs[j as usize];
-            let (g1, p1) = (o.gen.load(Acquire), o.pipe.load(Acquire));
-            for _ in 0..delay {
-                core::hint::spin_loop();
-            }
-            let (p2, g2) = (o.pipe.load(Acquire), o.gen.load(Acquire));
-            let age = if p1 == FREE || p2 == FREE {
-                3
-            } else {
-                p1.max(p2).min(3)
-            };
-            self.histogram[age as usize].fetch_add(1, Relaxed);
-            if g1 != g2 {
-                self.reused_under_reader.fetch_add(1, Relaxed);
-            }
-        });
+        let r = self.rcu.read(|_guard| self.read_body(delay));
         // A slot is always free for the torture's few readers.
         r.unwrap();
+    }
+
+    /// One read section on a context's dedicated slot: from the thread, or from a
+    /// handler that nests on the slot of the thread it interrupted.
+    pub fn read_once_in(&self, ctx: &ContextReader<'_, 4>, delay: u32) {
+        let _guard = ctx.lock();
+        self.read_body(delay);
+    }
+
+    /// What a read section does: load the current object, hold it `delay` spins, and
+    /// record its age (and whether it was reused under us).
+    fn read_body(&self, delay: u32) {
+        let j = self.current.load(Acquire);
+        if j == NOTHING {
+            return; // the writer has not started
+        }
+        let o = &self.objs[j as usize];
+        let (g1, p1) = (o.gen.load(Acquire), o.pipe.load(Acquire));
+        for _ in 0..delay {
+            core::hint::spin_loop();
+        }
+        let (p2, g2) = (o.pipe.load(Acquire), o.gen.load(Acquire));
+        let age = if p1 == FREE || p2 == FREE {
+            3
+        } else {
+            p1.max(p2).min(3)
+        };
+        self.histogram[age as usize].fetch_add(1, Relaxed);
+        if g1 != g2 {
+            self.reused_under_reader.fetch_add(1, Relaxed);
+        }
     }
 
     /// Reads until the writer is done (for a second thread or hart).

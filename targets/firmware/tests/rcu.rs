@@ -137,6 +137,43 @@ mod tests {
             &READERS
         }
 
+        /// One CPU's dedicated reader slot, used by the thread **and** by the SysTick
+        /// handler, which nests on it whenever it interrupts the thread's section (the
+        /// per-CPU pattern of `ContextReader`); the handler also drives the writer.
+        pub static NEST: Torture = Torture::with_dedicated(1);
+        // SAFETY: (test) slot 0 is dedicated; only this CPU's thread and its SysTick
+        // handler use it, and the handler leaves its section before the thread resumes.
+        static CPU: rcuref::ContextReader<'static, 4> = unsafe { NEST.rcu.context_reader(0) };
+        /// Handler runs that found the thread inside a section on the same slot.
+        pub static NESTED: AtomicU32 = AtomicU32::new(0);
+
+        fn nest_then_write_in_handler() {
+            if CPU.in_read_section() {
+                NESTED.fetch_add(1, Relaxed);
+            }
+            NEST.read_once_in(&CPU, 8);
+            NEST.writer_step_polled();
+        }
+
+        /// The thread reads on the CPU's slot with long sections; the handler nests a
+        /// section of its own on that slot, leaves it, then publishes, retires and polls
+        /// grace periods. If leaving the nested section ended the thread's (nesting
+        /// broken), a grace period would end under the thread's reference.
+        pub fn context_reader_nesting(rounds: u32) -> &'static Torture {
+            tick::start(1_199, nest_then_write_in_handler);
+            while NEST.published.load(Relaxed) < rounds {
+                NEST.read_once_in(&CPU, 400);
+            }
+            let ticks = tick::stop();
+            defmt::info!(
+                "{=u32} interrupts, {=u32} of them nested on the thread's slot, {=u32} publications",
+                ticks,
+                NESTED.load(Relaxed),
+                NEST.published.load(Relaxed)
+            );
+            &NEST
+        }
+
         pub static WRITER: Torture = Torture::new();
 
         fn write_in_handler() {
@@ -182,6 +219,43 @@ mod tests {
             "no retirement landed inside a reader's section: the test proves nothing"
         );
         t.check();
+    }
+
+    /// A handler nesting on the slot of the context it interrupted (`ContextReader`):
+    /// leaving its section must leave the interrupted one open, so no grace period the
+    /// handler drives ends under the thread's reference.
+    #[cfg(target_arch = "arm")]
+    #[test]
+    fn irq_nests_on_the_interrupted_contexts_slot() {
+        let t = irq::context_reader_nesting(2_000);
+        report(t);
+        assert!(
+            irq::NESTED.load(core::sync::atomic::Ordering::Relaxed) > 100,
+            "too few handler sections nested on the thread's slot to prove anything"
+        );
+        assert!(
+            t.ages()[1] > 0,
+            "no retirement landed inside a reader's section: the test proves nothing"
+        );
+        t.check();
+    }
+
+    /// Its negative control: with nesting ignored, the handler's unlock ends the
+    /// thread's section, and the torture must see an object retired two grace periods
+    /// ago (or reused) under the thread: the exact failure, not just any panic.
+    #[cfg(all(rcuref_mutants, target_arch = "arm"))]
+    #[test]
+    fn negative_control_nesting_on_a_context_slot_is_checked() {
+        use core::sync::atomic::Ordering::Relaxed;
+        rcuref::mutants::select(rcuref::mutants::Mutant::NestingIgnored);
+        let t = irq::context_reader_nesting(2_000);
+        rcuref::mutants::select(rcuref::mutants::Mutant::None);
+        report(t);
+        let a = t.ages();
+        assert!(
+            a[2] + a[3] > 0 || t.reused_under_reader.load(Relaxed) > 0,
+            "the torture did not catch a handler's unlock ending the interrupted section"
+        );
     }
 
     // ---- RISC-V: the reader on the other hart -------------------------------------------
