@@ -1,13 +1,16 @@
 //! Keeping what different cores write on different cache lines.
 //!
 //! A reader's slot is written by its own core at every outermost lock and unlock; the
-//! grace-period counter is read by every reader and written by drivers; the drivers'
-//! registration counters are written by every poll. Sharing a cache line between any
+//! phase word is read by every outermost lock and written twice per grace period; the
+//! grace-period counter and the drivers' registration counters are written by every
+//! poll. Sharing a cache line between any
 //! two of these makes each write invalidate the others' copies (false sharing: two
 //! threads each locking their own slot of one domain ran 3-7x slower than on two
 //! domains). [`Line`] aligns (and so pads) a value to a cache line.
 //!
-//! Padding costs RAM: a line per reader slot plus two, instead of 4 bytes per slot. It
+//! Padding costs RAM: a line per reader slot plus three (phase, counter, registrations)
+//! per domain, instead of 4 bytes each: an `Rcu<8>` is 48 bytes unpadded, 704 with
+//! 64-byte lines, 1408 with 128-byte lines. It
 //! is on by default where cores share memory through caches and RAM is plentiful
 //! (64-bit targets: x86_64, aarch64, riscv64, …) and off on 16- and 32-bit targets,
 //! mostly single-core microcontrollers, where it would only waste RAM. The binary

@@ -34,6 +34,16 @@
 //! fence began). Unlocks and every slot store stay `Release` and scans `Acquire`, so
 //! the ordering of a finished section before reclamation is unchanged.
 //!
+//! # How it is checked
+//!
+//! loom cannot model a barrier that one thread forces on another, so the loom models
+//! cover the default mode only. This mode has a host torture of its own
+//! (`tests/asymmetric.rs`, `membarrier`): a reader whose announce is held in its store
+//! buffer behind writes to lines the writer owns, against a writer that unpublishes,
+//! waits and frees. It must see no freed data, and with the heavy fence skipped
+//! (`Mutant::SkipHeavyFence`) it must, which it does within one run here. The RCU
+//! test bodies also run unchanged in this mode.
+//!
 //! Cost: a read section loses its only barrier (x86: no locked instruction at all);
 //! every wait step pays the heavy fence (two per grace period; `membarrier` takes
 //! microseconds). Worth it where reads vastly outnumber grace periods.
