@@ -91,6 +91,13 @@ impl<const N: usize> FreeMap<N> {
 
     /// Gives back slot `i`, which the caller claimed and no longer uses.
     pub(crate) fn release(&self, i: usize) {
+        // Under loom a swap, not a store: loom 0.7 lets a plain store slip between the
+        // read and the write of a concurrent swap (tokio-rs/loom#254; the same workaround
+        // as `init` in `file_ref`), so a model saw this flag still set after its last
+        // release. The write is the same; no C++ execution or CPU has that history.
+        #[cfg(loom)]
+        let _ = self.taken[i].swap(false, Release);
+        #[cfg(not(loom))]
         self.taken[i].store(false, Release);
         self.hint.store(i as u32, Relaxed);
     }
