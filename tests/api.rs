@@ -56,13 +56,13 @@ fn every_public_type_is_debug() {
     };
     let text = format!("{e:?}");
     for part in [
-        "Rcu",
+        "rcu: Rcu { slots: 2",
         "Reader",
         "GpCookie",
         "RcuCell",
         "Retired",
         "DeferQueue",
-        "Pool",
+        "pool: Pool { capacity: 2, in_use: 1",
         "PoolCell",
         "Handle { slot: 0, value: 7 }",
         "FileRef32",

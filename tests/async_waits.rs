@@ -125,3 +125,20 @@ fn async_reclamation() {
     assert_eq!(*released.borrow(), [10]);
     assert_eq!(q.len(), 1);
 }
+
+/// `defer_async` on a queue with room completes at once, whatever readers are doing: it
+/// waits only when the queue is full and nothing in it can be released.
+#[test]
+fn defer_async_with_room_does_not_wait() {
+    static RCU: Rcu<2> = Rcu::new();
+    let reader = RCU.register().unwrap();
+    let _guard = reader.lock(); // no grace period can end while this lives
+    let mut q: DeferQueue<u32, 2, 2> = DeferQueue::new(&RCU);
+    let released = std::cell::RefCell::new(Vec::new());
+    let deferrer = async {
+        q.defer_async(1, |v| released.borrow_mut().push(v)).await;
+    };
+    assert_eq!(run_all(vec![Box::pin(deferrer)], 1), 1, "ready on its first poll");
+    assert!(released.borrow().is_empty(), "released before its grace period");
+    assert_eq!(q.len(), 1);
+}

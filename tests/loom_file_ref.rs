@@ -151,6 +151,41 @@ fn catches_put_close_storing_dead() {
     must_catch(Mutant::PutCloseStores, last_put_close_vs_get);
 }
 
+// ---- 1b. a failing get's repair vs reuse of the counter -------------------------------
+
+/// Typesafe reuse: a get on a dead object fails and starts pulling its drift back, while
+/// the counter is re-initialised for a new object whose only holder then drops it. The
+/// repair must never take the new object's NOREF → DEAD step for itself (the put would
+/// then not be last, and the new object would never be destroyed), and the get either
+/// fails or gets the new object; either way it is destroyed exactly once.
+fn failed_get_repair_vs_reuse() {
+    model(3, || {
+        let o = Arc::new(Obj::new(0)); // dead
+        let o2 = o.clone();
+        let t = thread::spawn(move || {
+            if o2.r.get() {
+                o2.use_it();
+                o2.put(false);
+            }
+        });
+        o.r.init(1); // reused for a new object
+        o.use_it();
+        o.put(false);
+        t.join().unwrap();
+        assert_eq!(
+            o.destroys.load(Ordering::Relaxed),
+            1,
+            "the new object was destroyed {} times",
+            o.destroys.load(Ordering::Relaxed)
+        );
+    });
+}
+
+#[test]
+fn a_failed_gets_repair_never_takes_a_reused_objects_last_put() {
+    failed_get_repair_vs_reuse();
+}
+
 // ---- 2. the deconstruction race -----------------------------------------------------
 
 /// The memory holding the count is reclaimed (modelled as an exclusive `with_mut` of the

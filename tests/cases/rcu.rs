@@ -123,8 +123,11 @@ pub fn epoch_wraps() {
 /// Registration past the last slot is an error, never a panic or a block.
 pub fn slots_run_out() {
     static RCU: Rcu<2> = Rcu::new();
+    assert_eq!(RCU.capacity(), 2);
     let a = RCU.register().unwrap();
+    assert_eq!(RCU.readers(), 1);
     let b = RCU.register().unwrap();
+    assert_eq!(RCU.readers(), 2);
     assert!(matches!(RCU.register(), Err(Error::NoFreeSlot)));
     assert!(matches!(RCU.read(|_| ()), Err(Error::NoFreeSlot)));
     drop(a);
