@@ -43,6 +43,10 @@ pub enum Mutant {
     /// outright, completing the grace periods of cookies taken after the scan (two
     /// drivers: one scans, a reader comes online, another takes a cookie).
     StaleFastPath,
+    /// RCU: a cookie taken while a wait is in progress (odd counter) counts that wait
+    /// as one of its own, although its scan may have run before the caller unpublished
+    /// anything: the cookie then covers one flip and one wait, like `SingleFlip`.
+    CookieCountsWaitInProgress,
     /// RCU, asymmetric mode: grace periods skip the heavy fence, so readers (which have
     /// only a compiler fence) may announce themselves too late.
     SkipHeavyFence,

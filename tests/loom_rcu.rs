@@ -226,6 +226,37 @@ fn poller_and_writer_drive_at_once() {
     });
 }
 
+/// A cookie taken while another driver's wait is in progress. The poller's wait at an
+/// odd counter scans while the reader is between loading the phase word and announcing
+/// itself, and completes its step only later; meanwhile the reader comes online with the
+/// phase from before that wait's flip and reads the buffer, and the writer unpublishes it
+/// and takes a cookie at the same odd counter. That wait's scan predates the unpublish,
+/// so it must not count for the cookie: the cookie needs two more waits, one of which
+/// treats the reader's phase as old. (Found by mutation testing: `+ (g & 1)` in
+/// `start_poll` turned into `- (g & 1)` survived every other model.)
+fn cookie_taken_during_a_wait() {
+    model(3, || {
+        let w = World::new();
+        let (r, p) = (w.clone(), w.clone());
+        let reader = thread::spawn(move || {
+            let reader = r.rcu.register().unwrap();
+            reader.read(|_| r.read_current());
+        });
+        let poller = thread::spawn(move || {
+            let _ = p.rcu.start_poll().poll();
+        });
+        let old = w.current.swap(1, Ordering::AcqRel);
+        let cookie = w.rcu.start_poll();
+        while !cookie.poll() {
+            thread::yield_now();
+        }
+        // SAFETY: (test) loom checks this write against the reader's read.
+        w.bufs[old].with_mut(|p| unsafe { *p = FREED });
+        poller.join().unwrap();
+        reader.join().unwrap();
+    });
+}
+
 /// Two writers of one pointer, one blocking (`synchronize` through its reader) and one
 /// polling, each reclaiming what it swapped out, and a reader: grace periods driven by
 /// two contexts at once, in every interleaving loom allows.
@@ -438,6 +469,16 @@ fn catches_busted_polled_grace_periods_with_two_drivers() {
 #[test]
 fn catches_busted_grace_periods_in_the_deferred_queue() {
     must_catch(Mutant::BustedGracePeriod, deferred_queue_and_synchronize);
+}
+
+#[test]
+fn a_cookie_taken_during_a_wait_waits_for_two_more() {
+    cookie_taken_during_a_wait();
+}
+
+#[test]
+fn catches_a_cookie_that_counts_the_wait_in_progress() {
+    must_catch(Mutant::CookieCountsWaitInProgress, cookie_taken_during_a_wait);
 }
 
 /// The bug the hostile review found, reproduced as a broken variant: the old idle fast

@@ -236,9 +236,14 @@ impl<const N: usize> Rcu<N> {
         } else {
             STEPS_PER_GP
         };
+        let in_progress = if mutant!(CookieCountsWaitInProgress) {
+            0
+        } else {
+            g & 1
+        };
         GpCookie {
             rcu: self,
-            target: plus(g, steps + (g & 1)),
+            target: plus(g, steps + in_progress),
         }
     }
 
