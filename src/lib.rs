@@ -84,7 +84,13 @@ pub mod file_ref;
     any(target_arch = "riscv32", target_arch = "riscv64"),
     target_has_atomic = "ptr"
 ))]
-#[cfg_attr(docsrs, doc(cfg(all(feature = "riscv-harts", any(target_arch = "riscv32", target_arch = "riscv64")))))]
+#[cfg_attr(
+    docsrs,
+    doc(cfg(all(
+        feature = "riscv-harts",
+        any(target_arch = "riscv32", target_arch = "riscv64")
+    )))
+)]
 pub mod harts;
 #[cfg(any(
     target_has_atomic = "32",

@@ -138,7 +138,14 @@ fn defer_async_with_room_does_not_wait() {
     let deferrer = async {
         q.defer_async(1, |v| released.borrow_mut().push(v)).await;
     };
-    assert_eq!(run_all(vec![Box::pin(deferrer)], 1), 1, "ready on its first poll");
-    assert!(released.borrow().is_empty(), "released before its grace period");
+    assert_eq!(
+        run_all(vec![Box::pin(deferrer)], 1),
+        1,
+        "ready on its first poll"
+    );
+    assert!(
+        released.borrow().is_empty(),
+        "released before its grace period"
+    );
     assert_eq!(q.len(), 1);
 }

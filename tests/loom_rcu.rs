@@ -478,7 +478,10 @@ fn a_cookie_taken_during_a_wait_waits_for_two_more() {
 
 #[test]
 fn catches_a_cookie_that_counts_the_wait_in_progress() {
-    must_catch(Mutant::CookieCountsWaitInProgress, cookie_taken_during_a_wait);
+    must_catch(
+        Mutant::CookieCountsWaitInProgress,
+        cookie_taken_during_a_wait,
+    );
 }
 
 /// The bug the hostile review found, reproduced as a broken variant: the old idle fast

@@ -94,7 +94,11 @@ fn measure<L: Fn(&str, &str) -> Option<u32>>(
     });
     let mut samples = samples;
     samples.sort_unstable();
-    let pct = |p: f64| samples.get(((samples.len().max(1) - 1) as f64 * p) as usize).copied();
+    let pct = |p: f64| {
+        samples
+            .get(((samples.len().max(1) - 1) as f64 * p) as usize)
+            .copied()
+    };
     Stats {
         lookups_per_s: lookups as f64 / dur.as_secs_f64(),
         p50_ns: pct(0.50).unwrap_or(0),
@@ -175,7 +179,11 @@ fn main() {
                 &|s| locked_write(&locked, s),
             );
             let writer = if paced { "paced" } else { "busy" };
-            for (name, s) in [("RCU-walk", &rcu_walk), ("ref-walk", &ref_walk), ("RwLock", &rwlock)] {
+            for (name, s) in [
+                ("RCU-walk", &rcu_walk),
+                ("ref-walk", &ref_walk),
+                ("RwLock", &rwlock),
+            ] {
                 println!(
                     "  {writer:<5} writer, {t:>2} readers  {name:<8} {:>7.2} M lookups/s  p50 {:>5} ns  p99 {:>6} ns  writer {:>6.3} M ops/s",
                     s.lookups_per_s / 1e6,

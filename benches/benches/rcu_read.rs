@@ -127,7 +127,9 @@ fn read_side(c: &mut Criterion) {
             b.iter(|| black_box(*l.read().unwrap()))
         });
         let l = parking_lot::RwLock::new(0u64);
-        g.bench_function("parking_lot RwLock read", |b| b.iter(|| black_box(*l.read())));
+        g.bench_function("parking_lot RwLock read", |b| {
+            b.iter(|| black_box(*l.read()))
+        });
         let l = spin::RwLock::new(0u64);
         g.bench_function("spin RwLock read", |b| b.iter(|| black_box(*l.read())));
     }
@@ -140,10 +142,15 @@ fn read_side_contended(c: &mut Criterion) {
     for t in thread_counts() {
         g.bench_function(BenchmarkId::new(ours("lock+unlock"), t), |b| {
             b.iter_custom(|iters| {
-                on_threads(t, iters, || RCU.register().unwrap(), |r| {
-                    let guard = r.lock();
-                    black_box(&guard);
-                })
+                on_threads(
+                    t,
+                    iters,
+                    || RCU.register().unwrap(),
+                    |r| {
+                        let guard = r.lock();
+                        black_box(&guard);
+                    },
+                )
             })
         });
         if ASYM {
@@ -151,15 +158,29 @@ fn read_side_contended(c: &mut Criterion) {
         }
         g.bench_function(BenchmarkId::new("crossbeam-epoch pin", t), |b| {
             b.iter_custom(|iters| {
-                on_threads(t, iters, || (), |()| {
-                    let guard = crossbeam_epoch::pin();
-                    black_box(&guard);
-                })
+                on_threads(
+                    t,
+                    iters,
+                    || (),
+                    |()| {
+                        let guard = crossbeam_epoch::pin();
+                        black_box(&guard);
+                    },
+                )
             })
         });
         let l = parking_lot::RwLock::new(0u64);
         g.bench_function(BenchmarkId::new("parking_lot RwLock read", t), |b| {
-            b.iter_custom(|iters| on_threads(t, iters, || (), |()| { black_box(*l.read()); }))
+            b.iter_custom(|iters| {
+                on_threads(
+                    t,
+                    iters,
+                    || (),
+                    |()| {
+                        black_box(*l.read());
+                    },
+                )
+            })
         });
     }
     g.finish();
@@ -184,10 +205,15 @@ fn read_side_with_writer(c: &mut Criterion) {
             || {
                 g.bench_function(BenchmarkId::new(ours("lock+unlock"), t), |b| {
                     b.iter_custom(|iters| {
-                        on_threads(t, iters, || RCU.register().unwrap(), |r| {
-                            let guard = r.lock();
-                            black_box(&guard);
-                        })
+                        on_threads(
+                            t,
+                            iters,
+                            || RCU.register().unwrap(),
+                            |r| {
+                                let guard = r.lock();
+                                black_box(&guard);
+                            },
+                        )
                     })
                 });
             },
@@ -206,10 +232,15 @@ fn read_side_with_writer(c: &mut Criterion) {
             || {
                 g.bench_function(BenchmarkId::new("crossbeam-epoch pin", t), |b| {
                     b.iter_custom(|iters| {
-                        on_threads(t, iters, || (), |()| {
-                            let guard = crossbeam_epoch::pin();
-                            black_box(&guard);
-                        })
+                        on_threads(
+                            t,
+                            iters,
+                            || (),
+                            |()| {
+                                let guard = crossbeam_epoch::pin();
+                                black_box(&guard);
+                            },
+                        )
                     })
                 });
             },
@@ -223,7 +254,14 @@ fn read_side_with_writer(c: &mut Criterion) {
             || {
                 g.bench_function(BenchmarkId::new("parking_lot RwLock read", t), |b| {
                     b.iter_custom(|iters| {
-                        on_threads(t, iters, || (), |()| { black_box(*l.read()); })
+                        on_threads(
+                            t,
+                            iters,
+                            || (),
+                            |()| {
+                                black_box(*l.read());
+                            },
+                        )
                     })
                 });
             },
@@ -232,5 +270,10 @@ fn read_side_with_writer(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, read_side, read_side_contended, read_side_with_writer);
+criterion_group!(
+    benches,
+    read_side,
+    read_side_contended,
+    read_side_with_writer
+);
 criterion_main!(benches);

@@ -75,9 +75,11 @@ fn contended(c: &mut Criterion) {
             black_box(cas.get());
             black_box(cas.put());
         };
-        g.bench_with_input(BenchmarkId::new("CAS-loop inc_not_zero+dec", n), &n, |b, &n| {
-            b.iter_custom(|iters| hammer(n, iters, &cas_get_put))
-        });
+        g.bench_with_input(
+            BenchmarkId::new("CAS-loop inc_not_zero+dec", n),
+            &n,
+            |b, &n| b.iter_custom(|iters| hammer(n, iters, &cas_get_put)),
+        );
         let arc = Arc::new(0u64);
         let clone_drop = || drop(black_box(arc.clone()));
         g.bench_with_input(BenchmarkId::new("Arc clone+drop", n), &n, |b, &n| {

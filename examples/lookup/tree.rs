@@ -144,9 +144,7 @@ impl RcuTree {
             dirs,
             files,
             dir_names: RcuCell::new(rcu, d.next().expect("one table")),
-            file_names: core::array::from_fn(|_| {
-                RcuCell::new(rcu, f.next().expect("DIRS tables"))
-            }),
+            file_names: core::array::from_fn(|_| RcuCell::new(rcu, f.next().expect("DIRS tables"))),
             dir_spares: Spares::new(tables(DirNames([None; DIRS]), SPARES)),
             file_spares: Spares::new(tables(FileNames([None; FILES_PER_DIR]), SPARES)),
         }

@@ -2,10 +2,10 @@
 //! old value back after a grace period.
 
 use super::domain::{forever, GpCookie, Guard, Rcu, Reader, Waiting};
-use core::ops::ControlFlow;
 use crate::error::{Error, Refused};
 use crate::sync::{AtomicPtr, Ordering};
 use core::marker::PhantomData;
+use core::ops::ControlFlow;
 use core::ptr::NonNull;
 
 /// Makes a type invariant in `'a`: a `&RcuCell<'long, ..>` must not become a

@@ -486,7 +486,12 @@ impl<'d, const N: usize> GpCookie<'d, N> {
 #[cfg(feature = "defmt")]
 impl<const N: usize> defmt::Format for GpCookie<'_, N> {
     fn format(&self, f: defmt::Formatter<'_>) {
-        defmt::write!(f, "GpCookie {{ target: {=u32}, done: {=bool} }}", self.target, self.is_done())
+        defmt::write!(
+            f,
+            "GpCookie {{ target: {=u32}, done: {=bool} }}",
+            self.target,
+            self.is_done()
+        )
     }
 }
 
@@ -966,7 +971,9 @@ impl<const N: usize> Drop for Guard<'_, '_, N> {
 
 impl<const N: usize> core::fmt::Debug for Guard<'_, '_, N> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Guard").field("slot", &self.at.slot).finish()
+        f.debug_struct("Guard")
+            .field("slot", &self.at.slot)
+            .finish()
     }
 }
 

@@ -198,19 +198,19 @@
 mod cell;
 mod defer;
 mod domain;
-mod value;
 pub mod heavy;
+mod value;
 pub mod wait;
 
 pub use cell::{RcuCell, Retired};
 pub use defer::DeferQueue;
-pub use value::RcuValue;
 pub use domain::{
     ContextReader, GpCookie, Guard, Holdout, Holdouts, Rcu, Reader, Waiting,
     DETECTS_WAIT_IN_OTHER_SECTION,
 };
 pub use heavy::HeavyFence;
-pub use wait::{Deadline, GracePeriod, StallDetector};
 #[cfg(all(feature = "membarrier", target_os = "linux"))]
 #[cfg_attr(docsrs, doc(cfg(all(feature = "membarrier", target_os = "linux"))))]
 pub use heavy::Membarrier;
+pub use value::RcuValue;
+pub use wait::{Deadline, GracePeriod, StallDetector};

@@ -62,7 +62,10 @@ impl<'d, T, const K: usize, const N: usize> RcuValue<'d, T, K, N> {
     /// `static`. `K` must be at least 2.
     #[cfg(not(loom))]
     pub const fn new(rcu: &'d Rcu<N>, initial: T) -> Self {
-        assert!(K >= 2, "an RcuValue needs at least two buffers to replace its value");
+        assert!(
+            K >= 2,
+            "an RcuValue needs at least two buffers to replace its value"
+        );
         let mut bufs = [const { UnsafeCell::new(MaybeUninit::uninit()) }; K];
         bufs[0] = UnsafeCell::new(MaybeUninit::new(initial));
         let mut state = [Buf::Empty; K];
@@ -133,7 +136,12 @@ impl<'d, T, const K: usize, const N: usize> RcuValue<'d, T, K, N> {
     /// [`Error::OtherDomain`] if `reader` belongs to another domain;
     /// [`Error::InReadSection`] if a buffer had to be waited for and waiting from here
     /// would deadlock (see [`Reader::synchronize`]).
-    pub fn replace(&self, reader: &mut Reader<'_, N>, value: T, wait: impl FnMut()) -> Result<(), Refused<T>> {
+    pub fn replace(
+        &self,
+        reader: &mut Reader<'_, N>,
+        value: T,
+        wait: impl FnMut(),
+    ) -> Result<(), Refused<T>> {
         self.replace_with(reader, value, forever(wait))
     }
 

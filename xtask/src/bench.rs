@@ -322,8 +322,8 @@ fn liburcu(root: &Path) -> Result<(Vec<Point>, Vec<(String, usize, f64)>), Strin
 
 /// The writer rates the read-side benches recorded: (label, threads, operations/s).
 fn writer_rates(root: &Path) -> Vec<(String, usize, f64)> {
-    let text =
-        std::fs::read_to_string(root.join("target/rcuref-bench/writer_rates.tsv")).unwrap_or_default();
+    let text = std::fs::read_to_string(root.join("target/rcuref-bench/writer_rates.tsv"))
+        .unwrap_or_default();
     let mut latest: BTreeMap<(String, usize), f64> = BTreeMap::new();
     for l in text.lines() {
         let f: Vec<&str> = l.split('\t').collect();
@@ -425,7 +425,15 @@ pub fn bench(args: &[String]) -> Result<(), String> {
         .env("RUSTFLAGS", "--cfg rcuref_asymmetric_fence")
         .env("CARGO_TARGET_DIR", root.join("target/bench-asym"))
         .env("CRITERION_HOME", &crit_dir)
-        .args(["bench", "-q", "-p", "rcuref-bench", "--bench", "rcu_read", "--"])
+        .args([
+            "bench",
+            "-q",
+            "-p",
+            "rcuref-bench",
+            "--bench",
+            "rcu_read",
+            "--",
+        ])
         .args(timing));
     match asym {
         Ok(t) => {
@@ -596,7 +604,10 @@ pub fn bench(args: &[String]) -> Result<(), String> {
         median("pool_alloc_free", "heapless box_pool alloc+free", None),
     ) {
         let i = |l: &str| instr.iter().find(|(n, _)| n == l).map(|x| x.1);
-        let ir = match (i("rcuref Pool alloc+free"), i("heapless box_pool alloc+free")) {
+        let ir = match (
+            i("rcuref Pool alloc+free"),
+            i("heapless box_pool alloc+free"),
+        ) {
             (Some(a), Some(b)) => format!(" and {:.1} vs {:.1} instructions", a, b),
             _ => String::new(),
         };
@@ -612,7 +623,13 @@ pub fn bench(args: &[String]) -> Result<(), String> {
 
     for (g, pts) in &groups {
         let mut pts = pts.clone();
-        let num = |p: &Point| p.param.as_deref().unwrap_or("0").parse::<u32>().unwrap_or(0);
+        let num = |p: &Point| {
+            p.param
+                .as_deref()
+                .unwrap_or("0")
+                .parse::<u32>()
+                .unwrap_or(0)
+        };
         pts.sort_by(|a, b| (num(a), a.function.clone()).cmp(&(num(b), b.function.clone())));
         let with_rates = g == "read_side_with_writer";
         let _ = writeln!(
@@ -661,7 +678,8 @@ pub fn bench(args: &[String]) -> Result<(), String> {
                 };
                 extra = format!(
                     " {} | {per_op} |",
-                    rate.map(|r| format!("{:.0}", r)).unwrap_or_else(|| "n/a".into())
+                    rate.map(|r| format!("{:.0}", r))
+                        .unwrap_or_else(|| "n/a".into())
                 );
             }
             let _ = writeln!(
@@ -703,7 +721,11 @@ pub fn bench(args: &[String]) -> Result<(), String> {
             }
             std::fs::write(
                 out_dir.join(&file),
-                line_svg(&format!("{g}: time per operation per thread"), "ns", &series),
+                line_svg(
+                    &format!("{g}: time per operation per thread"),
+                    "ns",
+                    &series,
+                ),
             )
             .map_err(|e| e.to_string())?;
         } else {

@@ -138,7 +138,13 @@ pub fn bench_tools() -> Result<(), String> {
     if !quiet_ok("valgrind", &["--version"]) {
         missing.push("valgrind");
     }
-    if !quiet_ok("sh", &["-c", "ls /usr/lib/*/liburcu-memb.so /usr/lib/liburcu-memb.so 2>/dev/null | grep -q ."]) {
+    if !quiet_ok(
+        "sh",
+        &[
+            "-c",
+            "ls /usr/lib/*/liburcu-memb.so /usr/lib/liburcu-memb.so 2>/dev/null | grep -q .",
+        ],
+    ) {
         missing.push("liburcu-dev");
     }
     if missing.is_empty() {

@@ -45,7 +45,10 @@ pub const FIRMWARE_EXAMPLES: &[(&str, &str)] = &[
     ("rcuref-example-rtic", "thumbv7m-none-eabi"),
     ("rcuref-example-embassy", "thumbv7m-none-eabi"),
     ("rcuref-example-riscv-kernel", "riscv64gc-unknown-none-elf"),
-    ("rcuref-example-riscv-kernel", "riscv32imac-unknown-none-elf"),
+    (
+        "rcuref-example-riscv-kernel",
+        "riscv32imac-unknown-none-elf",
+    ),
 ];
 
 /// The embedded targets, in the order they are tested.

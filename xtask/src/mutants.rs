@@ -50,9 +50,11 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let pass1 = Outcomes::read(&host_out)?;
     if pass1.total() == 0 {
         // A score over nothing would read as 100%.
-        return Err("cargo-mutants found no mutants: is a module hidden from it (declared \
+        return Err(
+            "cargo-mutants found no mutants: is a module hidden from it (declared \
                     inside a macro, say)? `cargo mutants --list-files` shows what it sees"
-            .into());
+                .into(),
+        );
     }
     let mut survivors = pass1.missed.clone();
     let mut loom_killed = 0;
