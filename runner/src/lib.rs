@@ -44,103 +44,69 @@ pub struct Machine {
     pub extra: Vec<String>,
 }
 
+/// A target triple the runner can boot without being told how: one row of [`KNOWN`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Known {
+    /// The target triple.
+    pub target: &'static str,
+    /// The `qemu-system-*` binary.
+    pub qemu: &'static str,
+    /// `-machine` value.
+    pub machine: &'static str,
+    /// `-cpu` value, if the machine needs one.
+    pub cpu: Option<&'static str>,
+    /// `-smp` value, if more than one core or hart.
+    pub smp: Option<u32>,
+}
+
+impl Known {
+    const fn new(
+        target: &'static str,
+        qemu: &'static str,
+        machine: &'static str,
+        cpu: Option<&'static str>,
+        smp: Option<u32>,
+    ) -> Self {
+        Known {
+            target,
+            qemu,
+            machine,
+            cpu,
+            smp,
+        }
+    }
+}
+
 /// The machines this runner knows, by target triple (what `--target` selects unless
 /// `--machine` overrides it). Memory maps to link against: Cortex-M: FLASH at 0 (256K
 /// fits every machine here), RAM at 0x2000_0000 (16K on the micro:bit, 64K elsewhere);
 /// RISC-V `virt`: RAM at 0x8000_0000, `-bios none`.
-pub const KNOWN: &[(&str, &str, &str, Option<&str>, Option<u32>)] = &[
-    (
-        "thumbv6m-none-eabi",
-        "qemu-system-arm",
-        "microbit",
-        Some("cortex-m0"),
-        None,
-    ),
-    (
-        "thumbv7m-none-eabi",
-        "qemu-system-arm",
-        "lm3s6965evb",
-        Some("cortex-m3"),
-        None,
-    ),
-    (
-        "thumbv7em-none-eabi",
-        "qemu-system-arm",
-        "mps2-an386",
-        Some("cortex-m4"),
-        None,
-    ),
-    (
-        "thumbv7em-none-eabihf",
-        "qemu-system-arm",
-        "mps2-an386",
-        Some("cortex-m4"),
-        None,
-    ),
-    (
-        "thumbv8m.main-none-eabi",
-        "qemu-system-arm",
-        "mps2-an505",
-        Some("cortex-m33"),
-        None,
-    ),
-    (
-        "thumbv8m.main-none-eabihf",
-        "qemu-system-arm",
-        "mps2-an505",
-        Some("cortex-m33"),
-        None,
-    ),
-    (
-        "riscv32imac-unknown-none-elf",
-        "qemu-system-riscv32",
-        "virt",
-        None,
-        Some(2),
-    ),
-    (
-        "riscv32imc-unknown-none-elf",
-        "qemu-system-riscv32",
-        "virt",
-        None,
-        None,
-    ),
-    (
-        "riscv32i-unknown-none-elf",
-        "qemu-system-riscv32",
-        "virt",
-        None,
-        None,
-    ),
-    (
-        "riscv64gc-unknown-none-elf",
-        "qemu-system-riscv64",
-        "virt",
-        None,
-        Some(2),
-    ),
-    (
-        "riscv64imac-unknown-none-elf",
-        "qemu-system-riscv64",
-        "virt",
-        None,
-        Some(2),
-    ),
+#[rustfmt::skip]
+pub const KNOWN: &[Known] = &[
+    Known::new("thumbv6m-none-eabi", "qemu-system-arm", "microbit", Some("cortex-m0"), None),
+    Known::new("thumbv7m-none-eabi", "qemu-system-arm", "lm3s6965evb", Some("cortex-m3"), None),
+    Known::new("thumbv7em-none-eabi", "qemu-system-arm", "mps2-an386", Some("cortex-m4"), None),
+    Known::new("thumbv7em-none-eabihf", "qemu-system-arm", "mps2-an386", Some("cortex-m4"), None),
+    Known::new("thumbv8m.main-none-eabi", "qemu-system-arm", "mps2-an505", Some("cortex-m33"), None),
+    Known::new("thumbv8m.main-none-eabihf", "qemu-system-arm", "mps2-an505", Some("cortex-m33"), None),
+    Known::new("riscv32imac-unknown-none-elf", "qemu-system-riscv32", "virt", None, Some(2)),
+    Known::new("riscv32imc-unknown-none-elf", "qemu-system-riscv32", "virt", None, None),
+    Known::new("riscv32i-unknown-none-elf", "qemu-system-riscv32", "virt", None, None),
+    Known::new("riscv64gc-unknown-none-elf", "qemu-system-riscv64", "virt", None, Some(2)),
+    Known::new("riscv64imac-unknown-none-elf", "qemu-system-riscv64", "virt", None, Some(2)),
 ];
 
 impl Machine {
     /// The known machine for `target`, if any.
     pub fn for_target(target: &str) -> Option<Machine> {
-        KNOWN
-            .iter()
-            .find(|k| k.0 == target)
-            .map(|&(_, qemu, machine, cpu, smp)| Machine {
-                qemu: qemu.into(),
-                machine: machine.into(),
-                cpu: cpu.map(Into::into),
-                smp,
-                extra: Vec::new(),
-            })
+        KNOWN.iter().find(|k| k.target == target).map(|k| Machine {
+            qemu: k.qemu.into(),
+            machine: k.machine.into(),
+            cpu: k.cpu.map(Into::into),
+            smp: k.smp,
+            extra: Vec::new(),
+        })
     }
 
     /// The arguments before the image: `-machine`, `-cpu`, `-smp`, `-bios none` on
@@ -247,11 +213,14 @@ pub fn parse(args: &[String]) -> Result<Option<Options>, String> {
             "--timeout" => test_timeout = secs(it.next(), "--timeout")?,
             "--program-timeout" => program_timeout = secs(it.next(), "--program-timeout")?,
             "--machines" => {
-                for (t, q, m, c, n) in KNOWN {
+                for k in KNOWN {
                     println!(
-                        "{t:<30} {q} -machine {m}{}{}",
-                        c.map(|c| format!(" -cpu {c}")).unwrap_or_default(),
-                        n.map(|n| format!(" -smp {n}")).unwrap_or_default()
+                        "{:<30} {} -machine {}{}{}",
+                        k.target,
+                        k.qemu,
+                        k.machine,
+                        k.cpu.map(|c| format!(" -cpu {c}")).unwrap_or_default(),
+                        k.smp.map(|n| format!(" -smp {n}")).unwrap_or_default()
                     );
                 }
                 return Ok(None);

@@ -265,10 +265,14 @@ fn cores() -> usize {
 
 const MEMB: &str = "liburcu memb read_lock+unlock";
 
+/// A writer's rate during a read-side run: (label, reader threads, writer operations
+/// per second).
+type WriterRate = (String, usize, f64);
+
 /// liburcu's memb flavour: builds the harness and measures it at every thread count,
 /// alone and (where a core is left for it) with a writer running `synchronize_rcu`
 /// back to back. Returns points in the criterion groups' shape, and writer rates.
-fn liburcu(root: &Path) -> Result<(Vec<Point>, Vec<(String, usize, f64)>), String> {
+fn liburcu(root: &Path) -> Result<(Vec<Point>, Vec<WriterRate>), String> {
     let dir = root.join("target/rcuref-bench");
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let bin = dir.join("memb_read");
@@ -321,7 +325,7 @@ fn liburcu(root: &Path) -> Result<(Vec<Point>, Vec<(String, usize, f64)>), Strin
 }
 
 /// The writer rates the read-side benches recorded: (label, threads, operations/s).
-fn writer_rates(root: &Path) -> Vec<(String, usize, f64)> {
+fn writer_rates(root: &Path) -> Vec<WriterRate> {
     let text = std::fs::read_to_string(root.join("target/rcuref-bench/writer_rates.tsv"))
         .unwrap_or_default();
     let mut latest: BTreeMap<(String, usize), f64> = BTreeMap::new();
@@ -630,7 +634,7 @@ pub fn bench(args: &[String]) -> Result<(), String> {
                 .parse::<u32>()
                 .unwrap_or(0)
         };
-        pts.sort_by(|a, b| (num(a), a.function.clone()).cmp(&(num(b), b.function.clone())));
+        pts.sort_by_key(|p| (num(p), p.function.clone()));
         let with_rates = g == "read_side_with_writer";
         let _ = writeln!(
             md,
@@ -672,7 +676,7 @@ pub fn bench(args: &[String]) -> Result<(), String> {
                     (Some(r), Some(idle)) if r > 0.0 => {
                         let extra_ns_per_s =
                             (p.median_ns - idle).max(0.0) / p.median_ns * 1e9 * t as f64;
-                        format!("{}", fmt_ns(extra_ns_per_s / r))
+                        fmt_ns(extra_ns_per_s / r)
                     }
                     _ => "n/a".into(),
                 };

@@ -30,6 +30,10 @@ fn loud(program: &str, args: &[&str]) -> Result<(), String> {
 
 /// Host tools: a nightly with Miri, when `miri` is asked for.
 pub fn host_tools(miri: bool) -> Result<(), String> {
+    // The lint steps (a minimal rustup profile has neither).
+    if !quiet_ok("cargo", &["fmt", "--version"]) || !quiet_ok("cargo", &["clippy", "--version"]) {
+        loud("rustup", &["component", "add", "rustfmt", "clippy"])?;
+    }
     if miri && !quiet_ok("cargo", &["+nightly", "miri", "--version"]) {
         loud(
             "rustup",

@@ -115,6 +115,28 @@ fn test(args: &[String]) -> Result<(), String> {
     install::msrv_toolchain(&msrv, "thumbv7em-none-eabihf")?;
     let mut run = steps::Run::new("test");
     run.cargo("host: unit, integration and doc tests", &["test"], &[]);
+    run.cargo("lint: rustfmt --check", &["fmt", "--all", "--check"], &[]);
+    run.cargo(
+        "lint: clippy, warnings denied (library, tests, xtask, runner, benches)",
+        &[
+            "clippy",
+            "-p",
+            "rcuref",
+            "-p",
+            "xtask",
+            "-p",
+            "qemu-embedded-runner",
+            "-p",
+            "rcuref-bench",
+            "--all-targets",
+            "--features",
+            "rcuref/std,rcuref/pool-stats",
+            "--",
+            "-D",
+            "warnings",
+        ],
+        &[("CARGO_TARGET_DIR", "target/clippy")],
+    );
     publishing_checks(&mut run, &msrv, !quick);
     run.cargo(
         "host: loom models",
