@@ -9,6 +9,16 @@ fn nested_sections() {
 }
 
 #[test]
+fn grace_periods_end_under_back_to_back_readers() {
+    cases::grace_periods_end_under_back_to_back_readers();
+}
+
+#[test]
+fn cookies_compare_by_domain_and_point() {
+    cases::cookies_compare_by_domain_and_point();
+}
+
+#[test]
 fn stalled_reader() {
     cases::stalled_reader();
 }
@@ -496,35 +506,51 @@ fn rcu_value_waits_for_readers() {
 /// value even while a reader on another thread still holds them up when it is called.
 #[test]
 fn barrier_waits_for_every_pending_value() {
+    // Three values with two different grace periods: waiting for any but the newest
+    // would leave some pending.
+    barrier_case(&[3, 4, 5], true);
+}
+
+/// The same with two values after the ring has wrapped: a wrong index for the newest
+/// value lands on an empty place, and the barrier would not wait at all.
+#[test]
+fn barrier_finds_the_newest_value_in_a_wrapped_ring() {
+    barrier_case(&[3, 4], false);
+}
+
+/// A queue of 4 places whose front has moved to place 2; a reader on another thread
+/// is inside a section while `values` are deferred (with `collect` after the first
+/// when `split`, which starts its grace period so the later ones get a later one);
+/// then `barrier` must wait for the reader and release every value.
+fn barrier_case(values: &[u32], split: bool) {
     use rcuref::{DeferQueue, Rcu};
     use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
-    static RCU: Rcu<3> = Rcu::new();
-    static INSIDE: AtomicBool = AtomicBool::new(false);
-    static RELEASE: AtomicBool = AtomicBool::new(false);
-    let mut q: DeferQueue<u32, 4, 3> = DeferQueue::new(&RCU);
+    let rcu: &'static Rcu<3> = Box::leak(Box::new(Rcu::new()));
+    let inside: &'static AtomicBool = Box::leak(Box::new(AtomicBool::new(false)));
+    let release: &'static AtomicBool = Box::leak(Box::new(AtomicBool::new(false)));
+    let mut q: DeferQueue<u32, 4, 3> = DeferQueue::new(rcu);
     q.defer(1).unwrap();
     q.defer(2).unwrap();
-    q.collect(|_| ()); // rotate the ring so the newest place is not at the front
-    let t = std::thread::spawn(|| {
-        let reader = RCU.register().unwrap();
+    assert_eq!(q.collect(|_| ()), 2); // rotate the ring: the front is place 2 now
+    let t = std::thread::spawn(move || {
+        let reader = rcu.register().unwrap();
         reader.read(|_| {
-            INSIDE.store(true, SeqCst);
-            while !RELEASE.load(SeqCst) {
+            inside.store(true, SeqCst);
+            while !release.load(SeqCst) {
                 std::thread::yield_now();
             }
         });
     });
-    while !INSIDE.load(SeqCst) {
+    while !inside.load(SeqCst) {
         std::thread::yield_now();
     }
-    q.defer(3).unwrap();
-    // Starts 3's grace period (it stops at the reader): 4 and 5 get a later one, so
-    // waiting for any value but the newest would leave some pending.
-    assert_eq!(q.collect(|_| ()), 0);
-    for v in 4..=5 {
+    for (i, &v) in values.iter().enumerate() {
         q.defer(v).unwrap();
+        if split && i == 0 {
+            assert_eq!(q.collect(|_| ()), 0);
+        }
     }
-    let mut writer = RCU.register().unwrap();
+    let mut writer = rcu.register().unwrap();
     let mut waits = 0;
     let mut got = Vec::new();
     let n = q
@@ -533,7 +559,7 @@ fn barrier_waits_for_every_pending_value() {
             || {
                 waits += 1;
                 if waits == 20 {
-                    RELEASE.store(true, SeqCst);
+                    release.store(true, SeqCst);
                 }
                 std::thread::yield_now();
             },
@@ -544,6 +570,7 @@ fn barrier_waits_for_every_pending_value() {
         waits >= 20,
         "barrier returned without waiting for the reader"
     );
-    assert_eq!((n, got), (3, vec![3, 4, 5]));
+    assert_eq!((n, got), (values.len(), values.to_vec()));
+    assert!(q.is_empty());
     t.join().unwrap();
 }

@@ -28,6 +28,16 @@ mod tests {
     }
 
     #[test]
+    fn grace_periods_end_under_back_to_back_readers() {
+        cases::grace_periods_end_under_back_to_back_readers();
+    }
+
+    #[test]
+    fn cookies_compare_by_domain_and_point() {
+        cases::cookies_compare_by_domain_and_point();
+    }
+
+    #[test]
     fn epoch_wraps() {
         cases::epoch_wraps();
     }
