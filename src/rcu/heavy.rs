@@ -44,6 +44,14 @@
 //! (`Mutant::SkipHeavyFence`) it must, which it does within one run here. The RCU
 //! test bodies also run unchanged in this mode.
 //!
+//! On two-hart RISC-V in QEMU (rv32 and rv64) the test firmware's heavy fence is an IPI
+//! through the CLINT, as a kernel would write it (`targets/firmware/src/hart.rs`), and
+//! the RCU suite, the two-hart torture and its broken-grace-period control run in this
+//! mode. The skipped heavy fence is not caught there: a store-buffering torture of the
+//! host's shape read no freed data in 100,000 rounds without the fence, although QEMU
+//! does show store buffering in a bare litmus test (about 2% of rounds): under TCG the
+//! writer's path from unpublishing to scanning outlasts the reader's store-buffer drain.
+//!
 //! Cost: a read section loses its only barrier (x86: no locked instruction at all);
 //! every wait step pays the heavy fence (two per grace period; `membarrier` takes
 //! microseconds). Worth it where reads vastly outnumber grace periods.

@@ -302,6 +302,34 @@ fn test(args: &[String]) -> Result<(), String> {
                 ],
             );
         }
+        // The asymmetric-fence mode on two harts, its heavy fence an IPI through the
+        // CLINT (targets/firmware/src/hart.rs): the whole RCU suite, the two-hart torture
+        // and its busted-grace-period control. (The skipped-heavy-fence variant is caught
+        // by the host's store-buffering torture only: see DEVELOPMENT.md.)
+        for t in targets.iter().filter(|t| t.starts_with("riscv")) {
+            let var = rustflags_var(t);
+            let flags = format!(
+                "{} --cfg rcuref_asymmetric_fence --cfg rcuref_mutants",
+                target_rustflags(t)
+            );
+            run.cargo(
+                &format!("{t} (asymmetric-fence mode, IPI heavy fence: RCU suite and torture)"),
+                &[
+                    "test",
+                    "-p",
+                    "rcuref-firmware",
+                    "--target",
+                    t,
+                    "--release",
+                    "--test",
+                    "rcu",
+                ],
+                &[
+                    (var.as_str(), flags.trim()),
+                    ("CARGO_TARGET_DIR", "target/fw-asym"),
+                ],
+            );
+        }
         let t = targets[0];
         run.expect_failure(
             &format!("{t}: a deliberately failing on-target test turns the run red"),

@@ -39,6 +39,8 @@ extern "C" {
 extern "C" fn hal_main(hartid: usize) -> ! {
     if hartid == 0 {
         RAM_READY.store(READY, Ordering::Release);
+        #[cfg(rcuref_asymmetric_fence)]
+        heavy::accept_requests();
         // SAFETY: `main` is embedded-test's entry point (`-> !`), meant to be called once,
         // on the boot hart, after RAM initialisation: exactly this call.
         unsafe { main() }
@@ -46,6 +48,8 @@ extern "C" fn hal_main(hartid: usize) -> ! {
     while RAM_READY.load(Ordering::Acquire) != READY {
         core::hint::spin_loop();
     }
+    #[cfg(rcuref_asymmetric_fence)]
+    heavy::accept_requests();
     loop {
         let p = JOB.load(Ordering::Acquire);
         if p.is_null() {
@@ -101,3 +105,100 @@ impl Default for Rendezvous {
 // off on this hart plus a spinlock across harts, re-entrant per hart. Registered here,
 // by the binary, as a library must not choose one for its users.
 critical_section::set_impl!(rcuref::harts::Harts);
+
+// ---- the heavy fence of the asymmetric-fence mode: an IPI to the other hart -----------
+
+/// `rcuref`'s heavy fence for this firmware (`--cfg rcuref_asymmetric_fence`): what a
+/// kernel on QEMU `virt` would provide. The caller takes a ticket on each other hart,
+/// raises that hart's machine software interrupt through the CLINT and waits until the
+/// hart has served a ticket at least as new; the handler clears its interrupt, reads the
+/// newest ticket, executes a full fence and publishes the ticket as served.
+///
+/// Why that meets the contract (`rcuref::rcu::HeavyFence`): the served hart's fence comes
+/// after its load of our ticket (acquire, from our `AcqRel` increment, which follows our
+/// own fence), so everything we made visible before the call is visible to what it runs
+/// after the fence; and its release of the served ticket, which we acquire, follows the
+/// fence, so everything it did before is visible to us when we return. The handler
+/// clears the interrupt *before* reading the ticket, so a request whose ticket it missed
+/// raised the interrupt again and is served by the next entry. Both harts accept the
+/// interrupt from the start (`accept_requests`), so two harts fencing at once serve
+/// each other while they wait. It must not be called with interrupts off: the other
+/// hart's request could then never be served.
+#[cfg(rcuref_asymmetric_fence)]
+pub mod heavy {
+    use core::sync::atomic::Ordering::{AcqRel, Acquire, Release};
+    use portable_atomic::AtomicU32;
+
+    /// QEMU `virt`'s CLINT: each hart's machine-software-interrupt pending word.
+    const MSIP: usize = 0x0200_0000;
+    /// The harts the firmware runs on (`-smp 2`).
+    const HARTS: usize = 2;
+
+    /// Per hart: the newest ticket asked of it, and the newest it has served.
+    static ASKED: [AtomicU32; HARTS] = [AtomicU32::new(0), AtomicU32::new(0)];
+    static SERVED: [AtomicU32; HARTS] = [AtomicU32::new(0), AtomicU32::new(0)];
+
+    fn msip(hart: usize, v: u32) {
+        // SAFETY: hart `hart`'s MSIP word of the CLINT (`hart < HARTS`): an aligned,
+        // always-writable MMIO register; writing it only raises or clears that hart's
+        // software interrupt.
+        unsafe { core::ptr::write_volatile((MSIP + 4 * hart) as *mut u32, v) }
+    }
+
+    /// A fence that also orders the MMIO accesses (the CLINT) against memory.
+    fn fence_io() {
+        // SAFETY: a fence instruction: no memory access, no register state.
+        unsafe { core::arch::asm!("fence iorw, iorw") }
+    }
+
+    /// Enables this hart's machine software interrupt (and machine interrupts).
+    pub(crate) fn accept_requests() {
+        // The handler is referenced from here so that the linker keeps it (riscv-rt only
+        // names a weak default for `MachineSoft`).
+        core::hint::black_box(__riscv_rt_machine_soft as extern "C" fn());
+        // SAFETY: the handler (`machine_soft` below) is installed through riscv-rt's
+        // trap vector and touches only its own atomics and this hart's MSIP word.
+        unsafe {
+            riscv::register::mie::set_msoft();
+            riscv::interrupt::enable();
+        }
+    }
+
+    #[riscv_rt::core_interrupt(riscv::interrupt::Interrupt::MachineSoft)]
+    fn machine_soft() {
+        let me = riscv::register::mhartid::read();
+        msip(me, 0);
+        fence_io();
+        let ticket = ASKED[me].load(Acquire);
+        fence_io();
+        SERVED[me].store(ticket, Release);
+    }
+
+    /// The heavy fence (see the module docs above).
+    pub struct ClintIpi;
+
+    // SAFETY: returns only after every other hart has executed `fence iorw, iorw` in
+    // `machine_soft` after reading a ticket at least as new as ours (so after this call
+    // began), and executes one itself before and after: the contract of `HeavyFence`.
+    unsafe impl rcuref::rcu::HeavyFence for ClintIpi {
+        fn heavy_fence() {
+            fence_io();
+            let me = riscv::register::mhartid::read();
+            let mut ticket = [0u32; HARTS];
+            for (h, t) in ticket.iter_mut().enumerate().filter(|&(h, _)| h != me) {
+                *t = ASKED[h].fetch_add(1, AcqRel).wrapping_add(1);
+                fence_io();
+                msip(h, 1);
+            }
+            for (h, &t) in ticket.iter().enumerate().filter(|&(h, _)| h != me) {
+                // Served at least up to `t` (wrapping: within half the range).
+                while (SERVED[h].load(Acquire).wrapping_sub(t) as i32) < 0 {
+                    core::hint::spin_loop();
+                }
+            }
+            fence_io();
+        }
+    }
+
+    rcuref::set_heavy_fence!(ClintIpi);
+}
