@@ -49,8 +49,9 @@
 //! the RCU suite, the two-hart torture and its broken-grace-period control run in this
 //! mode. The skipped heavy fence is not caught there: a store-buffering torture of the
 //! host's shape read no freed data in 100,000 rounds without the fence, although QEMU
-//! does show store buffering in a bare litmus test (about 2% of rounds): under TCG the
-//! writer's path from unpublishing to scanning outlasts the reader's store-buffer drain.
+//! does show store buffering in a bare litmus test (0.5-2% of rounds in release builds,
+//! none in debug builds; checked by the races suite): under TCG the writer's path from
+//! unpublishing to scanning outlasts the reader's store-buffer drain.
 //!
 //! Cost: a read section loses its only barrier (x86: no locked instruction at all);
 //! every wait step pays the heavy fence (two per grace period; `membarrier` takes

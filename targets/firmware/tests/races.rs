@@ -219,6 +219,62 @@ mod tests {
         harts::balanced();
     }
 
+    /// The two harts show the weak-memory outcome the RCU's fences exist for (store
+    /// buffering: each hart stores, then loads the other's location, and both load the
+    /// old value), and a full fence between store and load removes it. Without the
+    /// first, an on-target test could not catch a missing fence at all; without the
+    /// second, the fences would not be doing their job here. Release builds only: in a
+    /// debug build the code between the store and the load is long enough that the
+    /// store has always drained (0 of 20,000 rounds under QEMU).
+    #[cfg(all(
+        any(target_arch = "riscv32", target_arch = "riscv64"),
+        not(debug_assertions)
+    ))]
+    #[test]
+    fn two_harts_show_store_buffering_and_a_fence_stops_it() {
+        use core::sync::atomic::{compiler_fence, Ordering::SeqCst};
+        use rcuref_firmware::hart::{run_on_both, Rendezvous};
+        static X: AtomicU32 = AtomicU32::new(0);
+        static Y: AtomicU32 = AtomicU32::new(0);
+        static SEEN: [AtomicU32; 2] = [AtomicU32::new(0), AtomicU32::new(0)];
+        static BOTH_OLD: [AtomicU32; 2] = [AtomicU32::new(0), AtomicU32::new(0)];
+        static RV: Rendezvous = Rendezvous::new();
+        const N: u32 = 20_000;
+        fn job(hart: usize) {
+            for round in 0..2 * N {
+                let fenced = usize::from(round >= N);
+                RV.wait();
+                let (mine, other) = if hart == 0 { (&X, &Y) } else { (&Y, &X) };
+                mine.store(1, Relaxed);
+                if fenced == 1 {
+                    portable_atomic::fence(SeqCst);
+                } else {
+                    compiler_fence(SeqCst);
+                }
+                SEEN[hart].store(other.load(Relaxed), Relaxed);
+                RV.wait();
+                if hart == 0 {
+                    if SEEN[0].load(Relaxed) == 0 && SEEN[1].load(Relaxed) == 0 {
+                        BOTH_OLD[fenced].fetch_add(1, Relaxed);
+                    }
+                    X.store(0, Relaxed);
+                    Y.store(0, Relaxed);
+                }
+                RV.wait();
+            }
+        }
+        run_on_both(job);
+        let (plain, fenced) = (BOTH_OLD[0].load(Relaxed), BOTH_OLD[1].load(Relaxed));
+        defmt::info!(
+            "store buffering in {=u32} of {=u32} rounds without a fence, {=u32} with one",
+            plain,
+            N,
+            fenced
+        );
+        assert!(plain > 0, "no store buffering seen: the harts prove little");
+        assert_eq!(fenced, 0, "a full fence did not stop store buffering");
+    }
+
     /// Last put on one hart vs get on the other, round after round: exactly one destroy.
     #[cfg(any(target_arch = "riscv32", target_arch = "riscv64"))]
     #[test]
