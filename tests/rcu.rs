@@ -574,3 +574,46 @@ fn barrier_case(values: &[u32], split: bool) {
     assert!(q.is_empty());
     t.join().unwrap();
 }
+
+/// Holdouts name each slot that holds a grace period up with its nesting depth and the
+/// phase its section started in, for either phase a wait can wait for; `Debug` lists
+/// them.
+#[test]
+fn holdouts_report_slot_nesting_and_phase() {
+    use rcuref::rcu::Holdout;
+    use rcuref::Rcu;
+    static RCU: Rcu<2> = Rcu::new();
+    let a = RCU.register().unwrap();
+    let b = RCU.register().unwrap();
+    let outer = a.lock();
+    let inner = a.lock();
+    let cookie = RCU.start_poll();
+    assert!(!cookie.poll(), "the first wait must stop at a's section");
+    let hs: Vec<Holdout> = cookie.holdouts().collect();
+    let expected = Holdout {
+        slot: a.slot(),
+        nesting: 2,
+        phase: 0,
+    };
+    assert_eq!(hs, vec![expected]);
+    assert_eq!(
+        format!("{:?}", cookie.holdouts()),
+        format!("[{expected:?}]")
+    );
+    let g = b.lock(); // after the flip: phase 1
+    drop(inner);
+    drop(outer);
+    assert!(!cookie.poll(), "the second wait must stop at b's section");
+    let hs: Vec<Holdout> = cookie.holdouts().collect();
+    assert_eq!(
+        hs,
+        vec![Holdout {
+            slot: b.slot(),
+            nesting: 1,
+            phase: 1
+        }]
+    );
+    drop(g);
+    assert!(cookie.poll());
+    assert_eq!(cookie.holdouts().count(), 0);
+}
