@@ -71,7 +71,33 @@ fn every_public_type_is_debug() {
         assert!(text.contains(part), "{part} missing from {text}");
     }
     let guard = e.reader.lock();
-    assert!(format!("{:?}", WithGuard(&guard)).contains("Guard"));
+    assert!(format!("{:?}", WithGuard(&guard)).contains("WithGuard(Guard"));
+}
+
+/// The RCU's other public types, each printed on its own (a derive around them would
+/// print its own name, hiding an empty `Debug`).
+#[test]
+fn the_rcu_helpers_are_debug() {
+    use rcuref::rcu::{Deadline, StallDetector};
+    use rcuref::{ContextReader, RcuValue};
+    static RCU: Rcu<3> = Rcu::with_dedicated(1);
+    // SAFETY: (test) slot 0 is dedicated, and only this test's thread uses CTX.
+    static CTX: ContextReader<'static, 3> = unsafe { RCU.context_reader(0) };
+    static VALUE: RcuValue<'static, u32, 2, 3> = RcuValue::new(&RCU, 5);
+    let guard = CTX.lock();
+    let stall = StallDetector::new(|| 0, 10, |_: u64, _: rcuref::rcu::Holdouts<'_, 3>| ());
+    let deadline = Deadline::new(|| 0, 10);
+    let wait = RCU.start_poll().wait();
+    for (text, starts) in [
+        (format!("{CTX:?}"), "ContextReader"),
+        (format!("{guard:?}"), "Guard"),
+        (format!("{VALUE:?}"), "RcuValue"),
+        (format!("{wait:?}"), "GracePeriod"),
+        (format!("{stall:?}"), "StallDetector"),
+        (format!("{deadline:?}"), "Deadline"),
+    ] {
+        assert!(text.starts_with(starts), "{starts}: {text}");
+    }
 }
 
 #[test]

@@ -617,3 +617,152 @@ fn holdouts_report_slot_nesting_and_phase() {
     assert!(cookie.poll());
     assert_eq!(cookie.holdouts().count(), 0);
 }
+
+/// A context reader reports its own slot and whether it is inside a section.
+#[test]
+fn a_context_reader_reports_its_slot_and_section() {
+    use rcuref::{ContextReader, Rcu};
+    static RCU: Rcu<3> = Rcu::with_dedicated(3);
+    // SAFETY: (test) slot 2 is dedicated, and only this test's thread uses CTX.
+    static CTX: ContextReader<'static, 3> = unsafe { RCU.context_reader(2) };
+    assert_eq!(CTX.slot(), 2);
+    assert!(!CTX.in_read_section());
+    let g = CTX.lock();
+    assert!(CTX.in_read_section());
+    drop(g);
+    assert!(!CTX.in_read_section());
+}
+
+/// An `RcuValue` drops every value it still holds when it is dropped (the current one
+/// and the retired ones), and only those.
+#[test]
+fn an_rcu_value_drops_what_it_holds() {
+    use rcuref::{Rcu, RcuValue};
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    static DROPS: AtomicUsize = AtomicUsize::new(0);
+    struct D;
+    impl Drop for D {
+        fn drop(&mut self) {
+            DROPS.fetch_add(1, SeqCst);
+        }
+    }
+    let rcu: Rcu<2> = Rcu::new();
+    let mut w = rcu.register().unwrap();
+    let value: RcuValue<'_, D, 3, 2> = RcuValue::new(&rcu, D);
+    for _ in 0..4 {
+        assert!(value.replace(&mut w, D, || ()).is_ok());
+    }
+    // Five values made, three buffers: some were dropped when their buffers were reused,
+    // the rest are still held.
+    assert!(DROPS.load(SeqCst) < 5);
+    drop(value);
+    assert_eq!(DROPS.load(SeqCst), 5, "not every held value was dropped");
+}
+
+/// A stall detector reused for a second wait reports that one too: it starts over
+/// when a wait begins.
+#[test]
+fn a_stall_detector_reports_each_wait() {
+    use rcuref::rcu::StallDetector;
+    use rcuref::{Error, Rcu};
+    use std::ops::ControlFlow;
+    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+    static RCU: Rcu<2> = Rcu::new();
+    static INSIDE: AtomicBool = AtomicBool::new(false);
+    static RELEASE: AtomicBool = AtomicBool::new(false);
+    let t = std::thread::spawn(|| {
+        let stuck = RCU.register().unwrap();
+        stuck.read(|_| {
+            INSIDE.store(true, SeqCst);
+            while !RELEASE.load(SeqCst) {
+                std::thread::yield_now();
+            }
+        });
+    });
+    while !INSIDE.load(SeqCst) {
+        std::thread::yield_now();
+    }
+    let mut w = RCU.register().unwrap();
+    let ticks = std::cell::Cell::new(0u64);
+    let mut reports = 0;
+    let mut stall = StallDetector::new(
+        || ticks.get(),
+        5,
+        |_: u64, _: rcuref::rcu::Holdouts<'_, 2>| reports += 1,
+    );
+    for _ in 0..2 {
+        let r = w.synchronize_with(|wt| {
+            ticks.set(ticks.get() + 1);
+            stall.observe(wt);
+            if wt.attempts() >= 20 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        });
+        assert_eq!(r, Err(Error::GaveUp));
+    }
+    drop(stall);
+    assert_eq!(reports, 2, "one report per stalled wait");
+    RELEASE.store(true, SeqCst);
+    t.join().unwrap();
+}
+
+/// The same-thread deadlock check (feature `std`, debug builds) keeps each domain's open
+/// sections apart, counts a domain's sections across several readers of one thread, and
+/// never reports a section of a domain that no longer exists to a new domain at the same
+/// address. (Each failure mode makes a wait either refuse wrongly or deadlock.)
+#[cfg(debug_assertions)]
+#[test]
+fn the_same_thread_check_keeps_domains_apart() {
+    use rcuref::{Error, Rcu};
+    static A: Rcu<7> = Rcu::new();
+    static B: Rcu<2> = Rcu::new();
+    let a = A.register().unwrap();
+    let mut a_w = A.register().unwrap();
+    let b = B.register().unwrap();
+    let mut b_w = B.register().unwrap();
+    // B's section opens and closes inside A's: A's stays counted, B's does not.
+    let ga = a.lock();
+    drop(b.lock());
+    assert_eq!(a_w.synchronize(|| ()), Err(Error::InReadSection));
+    assert_eq!(b_w.synchronize(|| ()), Ok(()));
+    drop(ga);
+    assert_eq!(a_w.synchronize(|| ()), Ok(()));
+    // Five readers of A inside sections at once, four leave: one is still inside.
+    let rs: Vec<_> = (0..5).map(|_| A.register().unwrap()).collect();
+    let mut gs: Vec<_> = rs.iter().map(|r| r.lock()).collect();
+    gs.truncate(1);
+    assert_eq!(a_w.synchronize(|| ()), Err(Error::InReadSection));
+    drop(gs);
+    assert_eq!(a_w.synchronize(|| ()), Ok(()));
+
+    // A section leaked on a domain that is then dropped, and a new domain at the same
+    // address: its waits must not be refused.
+    #[inline(never)]
+    fn fresh_domain(leak: bool) -> (usize, Result<(), Error>) {
+        let rcu: Rcu<3> = Rcu::with_dedicated(1);
+        let at = &rcu as *const _ as usize;
+        if leak {
+            // SAFETY: (test) slot 0 is dedicated; only this thread uses this context
+            // reader, which does not outlive the domain.
+            let ctx = unsafe { rcu.context_reader(0) };
+            core::mem::forget(ctx.lock());
+            (at, Ok(()))
+        } else {
+            let mut w = rcu.register().unwrap();
+            (at, w.synchronize(|| ()))
+        }
+    }
+    let (first, _) = fresh_domain(true);
+    let (second, r) = fresh_domain(false);
+    assert_eq!(
+        first, second,
+        "setup: the second domain is not at the first's address"
+    );
+    assert_eq!(
+        r,
+        Ok(()),
+        "a dead domain's leaked section was reported for a new one"
+    );
+}
