@@ -397,6 +397,8 @@ fn two_drivers_across_the_lap_guard() {
     let ok = std::panic::catch_unwind(|| {
         model(2, || {
             let w = World::at(6);
+            // The model is about the half boundary at 8: it must start just before it.
+            assert_eq!(w.rcu.gp_counter(), 6, "setup: the counter must start at 6");
             let (r, b) = (w.clone(), w.clone());
             let reader = thread::spawn(move || {
                 let reader = r.rcu.register().unwrap();
