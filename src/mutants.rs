@@ -58,6 +58,12 @@ pub enum Mutant {
     /// RCU: no lap guard: a context stopped between its scan and its compare-exchange for
     /// exactly one lap of the counter completes a wait on a stale scan (ABA).
     NoLapGuard,
+    /// RCU: a driver whose own step (or another's) carries the counter into the other
+    /// half keeps its registration in the half it left, so the lap guard protects the
+    /// wrong half for the rest of that call: it can carry the counter back into a half in
+    /// which a stopped context still holds a snapshot (found by mutation testing:
+    /// `half(g) != h` -> `==` in `advance` survived).
+    StaleHalfRegistration,
     /// RCU: the old try-lock around grace-period steps: a context stopped while holding
     /// it stops every grace period of the domain (priority inversion).
     WriterLock,
@@ -135,6 +141,9 @@ pub(crate) fn gp_mask() -> u32 {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Point {
+    /// RCU: a wait step is about to scan the slots (its fences, the heavy one included,
+    /// are done).
+    GpBeforeScan,
     /// RCU: a grace-period step has scanned the slots and not yet tried its exchange.
     GpAfterScan,
     /// Pool: an allocation has seen a slot free and not yet claimed it.

@@ -389,6 +389,52 @@ mod exact_points {
         real_passes_and_catches(Mutant::NoLapGuard, driver_stopped_for_a_lap);
     }
 
+    /// The lap guard's registration must follow the counter within one call: a stopped
+    /// driver holds a snapshot in the low half; another driver, in one call, carries the
+    /// counter from the last step of the low half through the whole high half (the
+    /// width cut to 3 bits: halves 0..=3 and 4..=7, and a target 5 steps ahead reaches
+    /// that far). It must stop before re-entering the low half, where the stopped
+    /// driver's snapshot could otherwise come round again (ABA, as above). A driver that
+    /// kept its registration in the half it started in (the broken variant) would see
+    /// the low half as its own and cross.
+    fn one_call_across_a_whole_half() -> bool {
+        set_gp_bits(3);
+        let rcu = leaked_rcu();
+        prepare_stop();
+        let driver = std::thread::spawn(move || {
+            stop_at(Point::GpAfterScan);
+            let _ = rcu.start_poll().poll(); // flips 0 -> 1, scans the wait at 1, stops
+        });
+        assert!(wait_stopped(Duration::from_secs(10)));
+        assert_eq!(rcu.gp_counter(), 1);
+        let _ = rcu.cookie_from_raw(3).poll(); // within the low half: 1 -> 3
+        assert_eq!(rcu.gp_counter(), 3);
+        // One call from 3 towards 0: 3 -> 4 enters the high half, 7 -> 0 would leave it.
+        let _ = rcu.cookie_from_raw(0).poll();
+        let at = rcu.gp_counter();
+        assert!(at == 0 || at == 7, "the counter stopped at {at}");
+        // A reader from before the flip to 1: old for the wait at 1 (the stopped
+        // driver's snapshot), whichever of 7 and 0 the counter is at.
+        let reader = rcu.register().unwrap();
+        let guard = reader.lock();
+        let cookie = rcu.start_poll();
+        for _ in 0..10 {
+            let _ = cookie.poll(); // flips to 1 (if it can) and waits for the reader
+        }
+        resume();
+        driver.join().unwrap();
+        let violated = (0..100).any(|_| cookie.poll());
+        drop(guard);
+        assert!(cookie.poll(), "not done after the reader left");
+        set_gp_bits(32);
+        violated
+    }
+
+    #[test]
+    fn one_call_across_a_whole_half_keeps_the_lap_guard() {
+        real_passes_and_catches(Mutant::StaleHalfRegistration, one_call_across_a_whole_half);
+    }
+
     /// Free-list ABA (item 4), on the claim flags: an allocator stops after seeing slot 0
     /// free and before claiming it, while another context allocates and frees that slot
     /// 65536 times (one full tag period of the old 16-bit tag) and then keeps it. The

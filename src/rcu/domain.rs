@@ -367,6 +367,8 @@ impl<const N: usize> Rcu<N> {
                 // execute the barrier now (`heavy`'s module docs).
                 #[cfg(all(rcuref_asymmetric_fence, not(loom)))]
                 super::heavy::heavy_fence();
+                #[cfg(all(rcuref_mutants, not(loom)))]
+                crate::mutants::pause(crate::mutants::Point::GpBeforeScan);
                 let (online, old_online) = self.scan(g);
                 #[cfg(all(rcuref_mutants, not(loom)))]
                 crate::mutants::pause(crate::mutants::Point::GpAfterScan);
@@ -393,6 +395,10 @@ impl<const N: usize> Rcu<N> {
                 Err(now) => now, // another driver moved it: progress too
             };
             if half(g) != h {
+                #[cfg(any(loom, rcuref_mutants))]
+                if mutant!(StaleHalfRegistration) {
+                    continue; // keeps the registration in the half it has left
+                }
                 self.leave(h);
                 (h, g) = self.enter();
             }
