@@ -47,11 +47,14 @@
 //! On two-hart RISC-V in QEMU (rv32 and rv64) the test firmware's heavy fence is an IPI
 //! through the CLINT, as a kernel would write it (`targets/firmware/src/hart.rs`), and
 //! the RCU suite, the two-hart torture and its broken-grace-period control run in this
-//! mode. The skipped heavy fence is not caught there: a store-buffering torture of the
-//! host's shape read no freed data in 100,000 rounds without the fence, although QEMU
-//! does show store buffering in a bare litmus test (0.5-2% of rounds in release builds,
-//! none in debug builds; checked by the races suite): under TCG the writer's path from
-//! unpublishing to scanning outlasts the reader's store-buffer drain.
+//! mode. There a test checks the fence where it must happen: at every wait of a grace
+//! period the other hart runs the fence handler while the counter stands at that wait
+//! (with the fence skipped, none does: its control). What a skipped fence does to
+//! readers is not reached there: a store-buffering torture of the host's shape read no
+//! freed data in 100,000 rounds without the fence, although QEMU does show store
+//! buffering in a bare litmus test (0.5-2% of rounds in release builds, none in debug
+//! builds; checked by the races suite): under TCG the writer's path from unpublishing
+//! to scanning outlasts the reader's store-buffer drain.
 //!
 //! Cost: a read section loses its only barrier (x86: no locked instruction at all);
 //! every wait step pays the heavy fence (two per grace period; `membarrier` takes

@@ -304,8 +304,9 @@ fn test(args: &[String]) -> Result<(), String> {
         }
         // The asymmetric-fence mode on two harts, its heavy fence an IPI through the
         // CLINT (targets/firmware/src/hart.rs): the whole RCU suite, the two-hart torture
-        // and its busted-grace-period control. (The skipped-heavy-fence variant is caught
-        // by the host's store-buffering torture only: see DEVELOPMENT.md.)
+        // and its busted-grace-period control, and the check that every wait fences the
+        // other hart, with its skipped-heavy-fence control. (What a skipped fence does to
+        // readers is shown by the host's store-buffering torture only: DEVELOPMENT.md.)
         for t in targets.iter().filter(|t| t.starts_with("riscv")) {
             let var = rustflags_var(t);
             let flags = format!(

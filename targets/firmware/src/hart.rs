@@ -127,7 +127,7 @@ critical_section::set_impl!(rcuref::harts::Harts);
 #[cfg(rcuref_asymmetric_fence)]
 pub mod heavy {
     use core::sync::atomic::Ordering::{AcqRel, Acquire, Release};
-    use portable_atomic::AtomicU32;
+    use portable_atomic::{AtomicPtr, AtomicU32};
 
     /// QEMU `virt`'s CLINT: each hart's machine-software-interrupt pending word.
     const MSIP: usize = 0x0200_0000;
@@ -171,7 +171,24 @@ pub mod heavy {
         fence_io();
         let ticket = ASKED[me].load(Acquire);
         fence_io();
+        let observer = OBSERVER.load(Acquire);
+        if !observer.is_null() {
+            // SAFETY: `OBSERVER` only holds null or a `fn()` stored by `observe_serves`.
+            let f: fn() = unsafe { core::mem::transmute::<*mut (), fn()>(observer) };
+            f();
+        }
         SERVED[me].store(ticket, Release);
+    }
+
+    /// Test instrumentation: a `fn()` as a pointer, or null.
+    static OBSERVER: AtomicPtr<()> = AtomicPtr::new(core::ptr::null_mut());
+
+    /// Test instrumentation: `f` runs in the handler of every request served from now on,
+    /// on the served hart, after its fence and before the requester is released (so
+    /// while the requester waits inside its heavy fence). `None` stops it.
+    pub fn observe_serves(f: Option<fn()>) {
+        let p = f.map_or(core::ptr::null_mut(), |f| f as *mut ());
+        OBSERVER.store(p, Release);
     }
 
     /// The heavy fence (see the module docs above).

@@ -300,6 +300,131 @@ mod tests {
         t.check();
     }
 
+    /// The asymmetric-fence mode's heavy fence, checked where it must happen: for every
+    /// wait step of a grace period (odd counter values), the other hart must have run
+    /// the fence handler while the counter stood at that wait (after the flip that
+    /// started it) and, in mutant builds, which have a hook just before each scan,
+    /// before the scan that decides it. (What a skipped fence does to readers is shown by the host's
+    /// store-buffering torture, `tests/asymmetric.rs`; under QEMU's TCG the writer's path
+    /// from unpublish to scan outlasts the reader's store-buffer drain, so a torture here
+    /// does not reach it: DEVELOPMENT.md.)
+    #[cfg(all(
+        rcuref_asymmetric_fence,
+        any(target_arch = "riscv32", target_arch = "riscv64")
+    ))]
+    mod heavy_fence {
+        use core::sync::atomic::Ordering::Relaxed;
+        use portable_atomic::AtomicU32;
+        use rcuref::Rcu;
+        use rcuref_firmware::hart::heavy::observe_serves;
+
+        const GRACE_PERIODS: u32 = 8;
+        /// Counter steps the writer makes: four per grace period.
+        const STEPS: usize = 4 * GRACE_PERIODS as usize;
+
+        static D: Rcu<4> = Rcu::new();
+        static START: AtomicU32 = AtomicU32::new(0);
+        /// Numbers the events of both harts in one order (the order of this counter's
+        /// read-modify-writes, which follows happens-before).
+        static EVENT: AtomicU32 = AtomicU32::new(0);
+        /// By counter value (offset from `START`): the event number of the first fence
+        /// served on the other hart, and of the first scan (0: none).
+        static SERVED: [AtomicU32; STEPS + 1] = [const { AtomicU32::new(0) }; STEPS + 1];
+        #[cfg(rcuref_mutants)]
+        static SCANNED: [AtomicU32; STEPS + 1] = [const { AtomicU32::new(0) }; STEPS + 1];
+
+        fn record(at: &[AtomicU32; STEPS + 1]) {
+            let i = D.gp_counter().wrapping_sub(START.load(Relaxed)) as usize;
+            if let Some(first) = at.get(i) {
+                let n = EVENT.fetch_add(1, Relaxed) + 1;
+                let _ = first.compare_exchange(0, n, Relaxed, Relaxed);
+            }
+        }
+
+        fn on_serve() {
+            record(&SERVED);
+        }
+
+        #[cfg(rcuref_mutants)]
+        fn on_scan(p: rcuref::mutants::Point) {
+            if p == rcuref::mutants::Point::GpBeforeScan {
+                record(&SCANNED);
+            }
+        }
+
+        /// Whether the wait at offset `i` was fenced on the other hart before its scan.
+        fn fenced(i: usize) -> bool {
+            let served = SERVED[i].load(Relaxed);
+            #[cfg(rcuref_mutants)]
+            let before_scan = {
+                let scanned = SCANNED[i].load(Relaxed);
+                scanned != 0 && served < scanned
+            };
+            #[cfg(not(rcuref_mutants))]
+            let before_scan = true;
+            served != 0 && before_scan
+        }
+
+        /// Runs `GRACE_PERIODS` grace periods on this hart (the other idles, serving
+        /// requests) and returns how many of their waits were not fenced on the other
+        /// hart before their scan.
+        pub fn unfenced_waits() -> usize {
+            for n in &SERVED {
+                n.store(0, Relaxed);
+            }
+            #[cfg(rcuref_mutants)]
+            for n in &SCANNED {
+                n.store(0, Relaxed);
+            }
+            START.store(D.gp_counter(), Relaxed);
+            observe_serves(Some(on_serve));
+            #[cfg(rcuref_mutants)]
+            rcuref::mutants::set_pause_hook(Some(on_scan));
+            let mut w = D.register().unwrap();
+            for _ in 0..GRACE_PERIODS {
+                w.synchronize(core::hint::spin_loop).unwrap();
+            }
+            #[cfg(rcuref_mutants)]
+            rcuref::mutants::set_pause_hook(None);
+            observe_serves(None);
+            let steps = D.gp_counter().wrapping_sub(START.load(Relaxed)) as usize;
+            assert_eq!(
+                steps, STEPS,
+                "one writer, no reader: four steps per grace period"
+            );
+            let unfenced = (1..STEPS).step_by(2).filter(|&i| !fenced(i)).count();
+            defmt::info!(
+                "{=usize} waits, {=usize} not fenced on the other hart before their scan",
+                STEPS / 2,
+                unfenced
+            );
+            unfenced
+        }
+    }
+
+    #[cfg(all(
+        rcuref_asymmetric_fence,
+        any(target_arch = "riscv32", target_arch = "riscv64")
+    ))]
+    #[test]
+    fn every_wait_fences_the_other_hart() {
+        assert_eq!(heavy_fence::unfenced_waits(), 0);
+    }
+
+    /// Its negative control: with the heavy fence skipped, every wait goes unfenced.
+    #[cfg(all(
+        rcuref_mutants,
+        rcuref_asymmetric_fence,
+        any(target_arch = "riscv32", target_arch = "riscv64")
+    ))]
+    #[test]
+    fn negative_control_a_skipped_heavy_fence_is_caught() {
+        rcuref::mutants::select(rcuref::mutants::Mutant::SkipHeavyFence);
+        let unfenced = heavy_fence::unfenced_waits();
+        rcuref::mutants::select(rcuref::mutants::Mutant::None);
+        assert!(unfenced > 0, "a skipped heavy fence went unnoticed");
+    }
+
     /// The torture's negative control on the target (built with `--cfg rcuref_mutants`
     /// by `cargo xtask test`): with grace periods that end at once, it must fail.
     #[cfg(rcuref_mutants)]
