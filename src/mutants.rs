@@ -64,6 +64,10 @@ pub enum Mutant {
     /// which a stopped context still holds a snapshot (found by mutation testing:
     /// `half(g) != h` -> `==` in `advance` survived).
     StaleHalfRegistration,
+    /// RCU: a driver registers for the lap guard in the half of the counter value it
+    /// read, without reading the counter again: if the counter left that half in
+    /// between, it holds a snapshot in a half it is not registered in.
+    RegisterWithoutRecheck,
     /// RCU: the old try-lock around grace-period steps: a context stopped while holding
     /// it stops every grace period of the domain (priority inversion).
     WriterLock,
@@ -141,6 +145,9 @@ pub(crate) fn gp_mask() -> u32 {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Point {
+    /// RCU: a driver has read the counter to choose the half it registers in for the
+    /// lap guard, and has not registered yet.
+    GpEnterBeforeRegister,
     /// RCU: a wait step is about to scan the slots (its fences, the heavy one included,
     /// are done).
     GpBeforeScan,

@@ -256,16 +256,34 @@ mod negative_controls {
 /// Exact stops: each scenario returns whether it saw the violation its bug causes.
 #[cfg(rcuref_mutants)]
 mod exact_points {
-    use super::freeze::{prepare_stop, resume, stop_at, wait_stopped};
+    use super::freeze::{
+        prepare_stop, release_all, resume, resume_n, stop_at, stop_n_at, wait_stopped,
+        wait_stopped_n,
+    };
     use super::*;
     use rcuref::mutants::{select, set_gp_bits, Mutant, Point};
+    use std::thread::JoinHandle;
 
     fn leaked_rcu() -> &'static Rcu<4> {
         Box::leak(Box::new(Rcu::new()))
     }
 
+    /// Puts the process-wide test state back however a scenario ends (a failed
+    /// assertion included), so that later tests in this binary run the real code on the
+    /// full counter: no variant selected, 32 bits, stopped threads let go, no hook.
+    struct Restore;
+
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            select(Mutant::None);
+            set_gp_bits(32);
+            release_all();
+        }
+    }
+
     /// Runs `scenario` with the real code (must be clean) and with `m` (must violate).
     fn real_passes_and_catches(m: Mutant, scenario: fn() -> bool) {
+        let _restore = Restore;
         assert!(!scenario(), "the real code failed the scenario");
         select(m);
         let caught = scenario();
@@ -344,13 +362,8 @@ mod exact_points {
     fn driver_stopped_for_a_lap() -> bool {
         set_gp_bits(6);
         let rcu = leaked_rcu();
-        prepare_stop();
-        let driver = std::thread::spawn(move || {
-            stop_at(Point::GpAfterScan);
-            let _ = rcu.start_poll().poll(); // flips 0 -> 1, scans the wait at 1, stops
-        });
-        assert!(wait_stopped(Duration::from_secs(10)));
-        assert_eq!(rcu.gp_counter(), 1);
+        let (driver, at) = stop_a_driver_after_its_scan(rcu); // flips 0 -> 1, scans at 1
+        assert_eq!(at, 1);
         // One lap, as far as the others can go: back to 0 (one step before the stopped
         // driver's snapshot). With the lap guard they stop at 63, the last step before
         // the half the stopped driver registered in.
@@ -369,19 +382,7 @@ mod exact_points {
         }
         let at = rcu.gp_counter();
         assert!(at == 0 || at == 63, "the counter stopped at {at}");
-        let reader = rcu.register().unwrap();
-        let guard = reader.lock(); // phase of `at`: old for the wait at 1
-        let cookie = rcu.start_poll();
-        for _ in 0..10 {
-            let _ = cookie.poll(); // flips to 1 (if at 0) and waits for the reader
-        }
-        resume();
-        driver.join().unwrap();
-        let violated = (0..100).any(|_| cookie.poll());
-        drop(guard);
-        assert!(cookie.poll(), "not done after the reader left");
-        set_gp_bits(32);
-        violated
+        stale_wait_completes_a_cookie(rcu, driver)
     }
 
     #[test]
@@ -389,50 +390,154 @@ mod exact_points {
         real_passes_and_catches(Mutant::NoLapGuard, driver_stopped_for_a_lap);
     }
 
-    /// The lap guard's registration must follow the counter within one call: a stopped
-    /// driver holds a snapshot in the low half; another driver, in one call, carries the
-    /// counter from the last step of the low half through the whole high half (the
-    /// width cut to 3 bits: halves 0..=3 and 4..=7, and a target 5 steps ahead reaches
-    /// that far). It must stop before re-entering the low half, where the stopped
-    /// driver's snapshot could otherwise come round again (ABA, as above). A driver that
-    /// kept its registration in the half it started in (the broken variant) would see
-    /// the low half as its own and cross.
-    fn one_call_across_a_whole_half() -> bool {
-        set_gp_bits(3);
-        let rcu = leaked_rcu();
-        prepare_stop();
-        let driver = std::thread::spawn(move || {
-            stop_at(Point::GpAfterScan);
-            let _ = rcu.start_poll().poll(); // flips 0 -> 1, scans the wait at 1, stops
-        });
-        assert!(wait_stopped(Duration::from_secs(10)));
-        assert_eq!(rcu.gp_counter(), 1);
-        let _ = rcu.cookie_from_raw(3).poll(); // within the low half: 1 -> 3
-        assert_eq!(rcu.gp_counter(), 3);
-        // One call from 3 towards 0: 3 -> 4 enters the high half, 7 -> 0 would leave it.
-        let _ = rcu.cookie_from_raw(0).poll();
-        let at = rcu.gp_counter();
-        assert!(at == 0 || at == 7, "the counter stopped at {at}");
-        // A reader from before the flip to 1: old for the wait at 1 (the stopped
-        // driver's snapshot), whichever of 7 and 0 the counter is at.
+    /// The end of the lap-guard scenarios below: a reader from before the flip to the
+    /// stopped driver's wait (its phase is old for that wait wherever the counter
+    /// stopped), a cookie taken under it, then the stopped driver (stop 0) let go. Returns
+    /// whether the cookie was done while the reader was still inside.
+    fn stale_wait_completes_a_cookie(rcu: &'static Rcu<4>, driver: JoinHandle<()>) -> bool {
         let reader = rcu.register().unwrap();
         let guard = reader.lock();
         let cookie = rcu.start_poll();
         for _ in 0..10 {
-            let _ = cookie.poll(); // flips to 1 (if it can) and waits for the reader
+            let _ = cookie.poll(); // flips to the wait (if it can) and waits for the reader
         }
         resume();
         driver.join().unwrap();
         let violated = (0..100).any(|_| cookie.poll());
         drop(guard);
         assert!(cookie.poll(), "not done after the reader left");
-        set_gp_bits(32);
         violated
+    }
+
+    /// Starts a driver that flips to the next wait, scans it, and stops there (stop 0),
+    /// holding a snapshot of that wait. Returns the counter value it stopped at.
+    fn stop_a_driver_after_its_scan(rcu: &'static Rcu<4>) -> (JoinHandle<()>, u32) {
+        prepare_stop();
+        let driver = std::thread::spawn(move || {
+            stop_at(Point::GpAfterScan);
+            let _ = rcu.start_poll().poll();
+        });
+        assert!(wait_stopped(Duration::from_secs(10)));
+        (driver, rcu.gp_counter())
+    }
+
+    /// The lap guard's registration must follow the counter within one call. A stopped
+    /// driver holds a snapshot of the wait at 1, in the low half; another driver, in one
+    /// call, carries the counter from the last step of the low half through the whole
+    /// high half (the width cut to 3 bits: halves 0..=3 and 4..=7, and a target 5 steps
+    /// ahead reaches that far). It must stop before re-entering the low half, where the
+    /// stopped snapshot could otherwise come round again (ABA, as above). A driver that
+    /// kept its registration in the half it started in (the broken variant) sees the
+    /// low half as its own and crosses.
+    fn one_call_across_the_high_half() -> bool {
+        set_gp_bits(3);
+        let rcu = leaked_rcu();
+        let (driver, at) = stop_a_driver_after_its_scan(rcu);
+        assert_eq!(at, 1);
+        let _ = rcu.cookie_from_raw(3).poll(); // within the low half: 1 -> 3
+        assert_eq!(rcu.gp_counter(), 3);
+        // One call from 3 towards 0: 3 -> 4 enters the high half, 7 -> 0 would leave it.
+        let _ = rcu.cookie_from_raw(0).poll();
+        let at = rcu.gp_counter();
+        assert!(at == 0 || at == 7, "the counter stopped at {at}");
+        stale_wait_completes_a_cookie(rcu, driver)
     }
 
     #[test]
     fn one_call_across_a_whole_half_keeps_the_lap_guard() {
-        real_passes_and_catches(Mutant::StaleHalfRegistration, one_call_across_a_whole_half);
+        real_passes_and_catches(Mutant::StaleHalfRegistration, one_call_across_the_high_half);
+    }
+
+    /// The same, mirrored: the stopped snapshot (the wait at 5) in the high half, and
+    /// one call from the last step of the high half through the whole low half.
+    fn one_call_across_the_low_half() -> bool {
+        set_gp_bits(3);
+        let rcu = leaked_rcu();
+        let _ = rcu.cookie_from_raw(4).poll();
+        assert_eq!(rcu.gp_counter(), 4);
+        let (driver, at) = stop_a_driver_after_its_scan(rcu);
+        assert_eq!(at, 5);
+        let _ = rcu.cookie_from_raw(7).poll(); // within the high half: 5 -> 7
+        assert_eq!(rcu.gp_counter(), 7);
+        // One call from 7 towards 4: 7 -> 0 enters the low half, 3 -> 4 would leave it.
+        let _ = rcu.cookie_from_raw(4).poll();
+        let at = rcu.gp_counter();
+        assert!(at == 3 || at == 4, "the counter stopped at {at}");
+        stale_wait_completes_a_cookie(rcu, driver)
+    }
+
+    #[test]
+    fn one_call_across_the_other_half_keeps_the_lap_guard() {
+        real_passes_and_catches(Mutant::StaleHalfRegistration, one_call_across_the_low_half);
+    }
+
+    /// The crossing made by another driver: driver A stops after its scan of the wait
+    /// at 3 (stop 1), with a target reaching 0; meanwhile the counter is carried to 7.
+    /// When A resumes, its exchange fails and it learns the counter is in the high
+    /// half: it must re-register there before it steps on towards 0, or it re-enters
+    /// the low half, where the driver stopped at 1 (stop 0) holds its snapshot.
+    fn a_crossing_made_by_another_driver() -> bool {
+        set_gp_bits(3);
+        let rcu = leaked_rcu();
+        let (stopped, at) = stop_a_driver_after_its_scan(rcu);
+        assert_eq!(at, 1);
+        let _ = rcu.cookie_from_raw(3).poll(); // 1 -> 3
+        assert_eq!(rcu.gp_counter(), 3);
+        let a = std::thread::spawn(move || {
+            stop_n_at(1, Point::GpAfterScan);
+            let _ = rcu.cookie_from_raw(0).poll(); // scans at 3, stops before 3 -> 4
+        });
+        assert!(wait_stopped_n(1, Duration::from_secs(10)));
+        assert_eq!(rcu.gp_counter(), 3);
+        let _ = rcu.cookie_from_raw(7).poll(); // another driver: 3 -> 7
+        assert_eq!(rcu.gp_counter(), 7);
+        resume_n(1);
+        a.join().unwrap();
+        let at = rcu.gp_counter();
+        assert!(at == 0 || at == 7, "the counter stopped at {at}");
+        stale_wait_completes_a_cookie(rcu, stopped)
+    }
+
+    #[test]
+    fn a_crossing_made_by_another_driver_keeps_the_lap_guard() {
+        real_passes_and_catches(
+            Mutant::StaleHalfRegistration,
+            a_crossing_made_by_another_driver,
+        );
+    }
+
+    /// The registration's own race: driver A reads the counter at 3 (low half) and
+    /// stops before registering (stop 1), with a target reaching 0; meanwhile the
+    /// counter is carried to 7. A registers in the low half, which the counter has left:
+    /// it must see that and register again in the high half, or it would step 7 -> 0
+    /// into the half where the driver stopped at 1 (stop 0) holds its snapshot.
+    fn a_registration_in_a_half_already_left() -> bool {
+        set_gp_bits(3);
+        let rcu = leaked_rcu();
+        let (stopped, at) = stop_a_driver_after_its_scan(rcu);
+        assert_eq!(at, 1);
+        let _ = rcu.cookie_from_raw(3).poll(); // 1 -> 3
+        assert_eq!(rcu.gp_counter(), 3);
+        let a = std::thread::spawn(move || {
+            stop_n_at(1, Point::GpEnterBeforeRegister);
+            let _ = rcu.cookie_from_raw(0).poll(); // reads 3, stops before registering
+        });
+        assert!(wait_stopped_n(1, Duration::from_secs(10)));
+        let _ = rcu.cookie_from_raw(7).poll(); // another driver: 3 -> 7
+        assert_eq!(rcu.gp_counter(), 7);
+        resume_n(1);
+        a.join().unwrap();
+        let at = rcu.gp_counter();
+        assert!(at == 0 || at == 7, "the counter stopped at {at}");
+        stale_wait_completes_a_cookie(rcu, stopped)
+    }
+
+    #[test]
+    fn a_registration_in_a_half_already_left_is_redone() {
+        real_passes_and_catches(
+            Mutant::RegisterWithoutRecheck,
+            a_registration_in_a_half_already_left,
+        );
     }
 
     /// Free-list ABA (item 4), on the claim flags: an allocator stops after seeing slot 0

@@ -299,10 +299,16 @@ impl<const N: usize> Rcu<N> {
         let mut g = self.gp.0.load(SeqCst);
         loop {
             let h = half(g);
+            #[cfg(all(rcuref_mutants, not(loom)))]
+            crate::mutants::pause(crate::mutants::Point::GpEnterBeforeRegister);
             self.stepping.0[h].fetch_add(1, SeqCst);
             let now = self.gp.0.load(SeqCst);
             if half(now) == h {
                 return (h, now);
+            }
+            #[cfg(any(loom, rcuref_mutants))]
+            if mutant!(RegisterWithoutRecheck) {
+                return (h, now); // registered in a half the counter may have left
             }
             // `g` was from an earlier visit of that half: register again.
             self.stepping.0[h].fetch_sub(1, SeqCst);

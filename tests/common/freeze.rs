@@ -102,44 +102,60 @@ pub use exact::*;
 mod exact {
     use rcuref::mutants::{set_pause_hook, Point};
     use std::cell::Cell;
-    use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::SeqCst};
+    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+
+    /// How many threads can be stopped at once (each under its own number).
+    const STOPS: usize = 2;
 
     std::thread_local! {
-        static ARMED: Cell<Option<Point>> = const { Cell::new(None) };
+        static ARMED: Cell<Option<(Point, usize)>> = const { Cell::new(None) };
     }
-    static STOPPED: AtomicBool = AtomicBool::new(false);
-    static GO: AtomicBool = AtomicBool::new(false);
-    static HITS: AtomicU32 = AtomicU32::new(0);
+    static STOPPED: [AtomicBool; STOPS] = [const { AtomicBool::new(false) }; STOPS];
+    static GO: [AtomicBool; STOPS] = [const { AtomicBool::new(false) }; STOPS];
 
     fn hook(at: Point) {
-        if ARMED.with(|a| a.get()) == Some(at) {
-            ARMED.with(|a| a.set(None)); // once
-            HITS.fetch_add(1, SeqCst);
-            STOPPED.store(true, SeqCst);
-            while !GO.load(SeqCst) {
-                std::thread::yield_now();
+        if let Some((p, n)) = ARMED.with(|a| a.get()) {
+            if p == at {
+                ARMED.with(|a| a.set(None)); // once
+                STOPPED[n].store(true, SeqCst);
+                while !GO[n].load(SeqCst) {
+                    std::thread::yield_now();
+                }
             }
         }
     }
 
-    /// Prepares a stop (installs the hook, clears the last stop's state): call it on
-    /// the controlling thread before starting the thread that will stop.
+    /// Prepares stops (installs the hook, clears the last stops' state): call it on
+    /// the controlling thread before starting the threads that will stop.
     pub fn prepare_stop() {
         set_pause_hook(Some(hook));
-        STOPPED.store(false, SeqCst);
-        GO.store(false, SeqCst);
+        for n in 0..STOPS {
+            STOPPED[n].store(false, SeqCst);
+            GO[n].store(false, SeqCst);
+        }
     }
 
-    /// Arms `at` for the calling thread: the next time it reaches that point it stops
-    /// until [`resume`].
+    /// Arms `at` for the calling thread as stop 0: the next time it reaches that point
+    /// it stops until [`resume`].
     pub fn stop_at(at: Point) {
-        ARMED.with(|a| a.set(Some(at)));
+        stop_n_at(0, at);
     }
 
-    /// Waits until the armed thread has stopped (true), or `timeout` passed (false).
+    /// Arms `at` for the calling thread as stop `n` (below `STOPS`).
+    pub fn stop_n_at(n: usize, at: Point) {
+        assert!(n < STOPS);
+        ARMED.with(|a| a.set(Some((at, n))));
+    }
+
+    /// Waits until stop 0 has happened (true), or `timeout` passed (false).
     pub fn wait_stopped(timeout: std::time::Duration) -> bool {
+        wait_stopped_n(0, timeout)
+    }
+
+    /// Waits until stop `n` has happened (true), or `timeout` passed (false).
+    pub fn wait_stopped_n(n: usize, timeout: std::time::Duration) -> bool {
         let t0 = std::time::Instant::now();
-        while !STOPPED.load(SeqCst) {
+        while !STOPPED[n].load(SeqCst) {
             if t0.elapsed() > timeout {
                 return false;
             }
@@ -148,8 +164,22 @@ mod exact {
         true
     }
 
-    /// Lets the stopped thread go on.
+    /// Lets the thread of stop 0 go on.
     pub fn resume() {
-        GO.store(true, SeqCst);
+        resume_n(0);
+    }
+
+    /// Lets the thread of stop `n` go on.
+    pub fn resume_n(n: usize) {
+        GO[n].store(true, SeqCst);
+    }
+
+    /// Lets every stopped thread go on and removes the hook (a scenario's clean-up,
+    /// however it ended).
+    pub fn release_all() {
+        for go in &GO {
+            go.store(true, SeqCst);
+        }
+        set_pause_hook(None);
     }
 }
