@@ -206,8 +206,8 @@ fn test(args: &[String]) -> Result<(), String> {
     );
     #[cfg(target_os = "linux")]
     run.cargo(
-        "host: asymmetric-fence mode (membarrier), its store-buffering torture and the \
-         skipped-heavy-fence variant it must catch",
+        "host: asymmetric-fence mode (membarrier), its store-buffering torture, the heavy \
+         fence's placement with two drivers, and the skipped-heavy-fence variant both catch",
         &[
             "test",
             "--release",
@@ -215,6 +215,8 @@ fn test(args: &[String]) -> Result<(), String> {
             "membarrier",
             "--test",
             "asymmetric",
+            "--test",
+            "heavy_fence_placement",
             "--",
             "--test-threads=1",
         ],

@@ -173,20 +173,21 @@ pub mod heavy {
         fence_io();
         let observer = OBSERVER.load(Acquire);
         if !observer.is_null() {
-            // SAFETY: `OBSERVER` only holds null or a `fn()` stored by `observe_serves`.
-            let f: fn() = unsafe { core::mem::transmute::<*mut (), fn()>(observer) };
-            f();
+            // SAFETY: `OBSERVER` only holds null or a `fn(usize)` stored by
+            // `observe_serves`.
+            let f: fn(usize) = unsafe { core::mem::transmute::<*mut (), fn(usize)>(observer) };
+            f(me);
         }
         SERVED[me].store(ticket, Release);
     }
 
-    /// Test instrumentation: a `fn()` as a pointer, or null.
+    /// Test instrumentation: a `fn(usize)` as a pointer, or null.
     static OBSERVER: AtomicPtr<()> = AtomicPtr::new(core::ptr::null_mut());
 
-    /// Test instrumentation: `f` runs in the handler of every request served from now on,
-    /// on the served hart, after its fence and before the requester is released (so
-    /// while the requester waits inside its heavy fence). `None` stops it.
-    pub fn observe_serves(f: Option<fn()>) {
+    /// Test instrumentation: `f(hart)` runs in the handler of every request served from
+    /// now on, on the served hart (`hart`), after its fence and before the requester is
+    /// released (so while the requester waits inside its heavy fence). `None` stops it.
+    pub fn observe_serves(f: Option<fn(usize)>) {
         let p = f.map_or(core::ptr::null_mut(), |f| f as *mut ());
         OBSERVER.store(p, Release);
     }
