@@ -471,12 +471,12 @@ mod exact_points {
         real_passes_and_catches(Mutant::StaleHalfRegistration, one_call_across_the_low_half);
     }
 
-    /// The crossing made by another driver: driver A stops after its scan of the wait
-    /// at 3 (stop 1), with a target reaching 0; meanwhile the counter is carried to 7.
-    /// When A resumes, its exchange fails and it learns the counter is in the high
-    /// half: it must re-register there before it steps on towards 0, or it re-enters
-    /// the low half, where the driver stopped at 1 (stop 0) holds its snapshot.
-    fn a_crossing_made_by_another_driver() -> bool {
+    /// A second driver A, with a target reaching 0, stops at `point` while the counter
+    /// is at 3 (stop 1); meanwhile another driver carries the counter to 7, into the
+    /// high half. When A goes on it must end up registered there before it steps on
+    /// towards 0, or it re-enters the low half, where the driver stopped at 1 (stop 0)
+    /// holds its snapshot.
+    fn a_second_driver_stopped_at(point: Point) -> bool {
         set_gp_bits(3);
         let rcu = leaked_rcu();
         let (stopped, at) = stop_a_driver_after_its_scan(rcu);
@@ -484,8 +484,8 @@ mod exact_points {
         let _ = rcu.cookie_from_raw(3).poll(); // 1 -> 3
         assert_eq!(rcu.gp_counter(), 3);
         let a = std::thread::spawn(move || {
-            stop_n_at(1, Point::GpAfterScan);
-            let _ = rcu.cookie_from_raw(0).poll(); // scans at 3, stops before 3 -> 4
+            stop_n_at(1, point);
+            let _ = rcu.cookie_from_raw(0).poll();
         });
         assert!(wait_stopped_n(1, Duration::from_secs(10)));
         assert_eq!(rcu.gp_counter(), 3);
@@ -496,6 +496,12 @@ mod exact_points {
         let at = rcu.gp_counter();
         assert!(at == 0 || at == 7, "the counter stopped at {at}");
         stale_wait_completes_a_cookie(rcu, stopped)
+    }
+
+    /// The crossing made by another driver: A stops after its scan of the wait at 3;
+    /// when it resumes, its exchange fails and tells it the counter is at 7.
+    fn a_crossing_made_by_another_driver() -> bool {
+        a_second_driver_stopped_at(Point::GpAfterScan)
     }
 
     #[test]
@@ -506,30 +512,11 @@ mod exact_points {
         );
     }
 
-    /// The registration's own race: driver A reads the counter at 3 (low half) and
-    /// stops before registering (stop 1), with a target reaching 0; meanwhile the
-    /// counter is carried to 7. A registers in the low half, which the counter has left:
-    /// it must see that and register again in the high half, or it would step 7 -> 0
-    /// into the half where the driver stopped at 1 (stop 0) holds its snapshot.
+    /// The registration's own race: A reads the counter at 3 and stops before
+    /// registering; it then registers in the low half, which the counter has left, and
+    /// must see that and register again in the high half.
     fn a_registration_in_a_half_already_left() -> bool {
-        set_gp_bits(3);
-        let rcu = leaked_rcu();
-        let (stopped, at) = stop_a_driver_after_its_scan(rcu);
-        assert_eq!(at, 1);
-        let _ = rcu.cookie_from_raw(3).poll(); // 1 -> 3
-        assert_eq!(rcu.gp_counter(), 3);
-        let a = std::thread::spawn(move || {
-            stop_n_at(1, Point::GpEnterBeforeRegister);
-            let _ = rcu.cookie_from_raw(0).poll(); // reads 3, stops before registering
-        });
-        assert!(wait_stopped_n(1, Duration::from_secs(10)));
-        let _ = rcu.cookie_from_raw(7).poll(); // another driver: 3 -> 7
-        assert_eq!(rcu.gp_counter(), 7);
-        resume_n(1);
-        a.join().unwrap();
-        let at = rcu.gp_counter();
-        assert!(at == 0 || at == 7, "the counter stopped at {at}");
-        stale_wait_completes_a_cookie(rcu, stopped)
+        a_second_driver_stopped_at(Point::GpEnterBeforeRegister)
     }
 
     #[test]
