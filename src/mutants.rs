@@ -68,6 +68,13 @@ pub enum Mutant {
     /// read, without reading the counter again: if the counter left that half in
     /// between, it holds a snapshot in a half it is not registered in.
     RegisterWithoutRecheck,
+    /// RCU: after registering again in the half the counter moved to, a driver keeps
+    /// stepping from the counter value it had before (the one that told it the counter
+    /// had moved) instead of `enter`'s fresh snapshot, which the counter may have left.
+    StaleSnapshotAfterRegister,
+    /// RCU: a driver whose wait is held by a reader ends its call still registered in
+    /// its half: the counter can never again leave the other half (grace periods stop).
+    RegistrationLeakedWhenBlocked,
     /// RCU: the old try-lock around grace-period steps: a context stopped while holding
     /// it stops every grace period of the domain (priority inversion).
     WriterLock,
@@ -149,8 +156,9 @@ pub enum Point {
     /// lap guard, and has not registered yet.
     GpEnterBeforeRegister,
     /// RCU: a wait step is about to scan the slots (its fences, the heavy one included,
-    /// are done).
-    GpBeforeScan,
+    /// are done); the value is the wait's counter value (the stepping context's
+    /// snapshot, which the counter may have passed by now).
+    GpBeforeScan(u32),
     /// RCU: a grace-period step has scanned the slots and not yet tried its exchange.
     GpAfterScan,
     /// Pool: an allocation has seen a slot free and not yet claimed it.

@@ -8,7 +8,9 @@
 //! context that scans. One driver cannot tell that from a fence issued by whoever
 //! flipped the counter to the wait: a second driver can scan a wait it did not flip.
 //! Here one driver is held inside its heavy fence while another drives grace periods,
-//! and every scan checks that its own context fenced at that wait. (The store-buffering
+//! or held after a scan while another moves the counter onto a new wait, and every scan
+//! checks that its own context began a heavy fence once the counter had reached that
+//! wait. (The store-buffering
 //! torture in `tests/asymmetric.rs` shows what a missing fence does to readers.)
 #![cfg(all(rcuref_asymmetric_fence, rcuref_mutants))]
 
@@ -20,16 +22,34 @@ use std::time::{Duration, Instant};
 
 static RCU: Rcu<4> = Rcu::new();
 
+/// Where a driver is held until `RELEASE`.
+#[derive(Clone, Copy, PartialEq)]
+enum Hold {
+    InItsFirstFence,
+    AfterItsFirstScan,
+}
+
 std::thread_local! {
     /// The counter when this thread's latest heavy fence began; taken by its next scan.
     static FENCED_AT: Cell<Option<u32>> = const { Cell::new(None) };
-    /// Whether this thread's next heavy fence holds until `RELEASE`.
-    static HOLD: Cell<bool> = const { Cell::new(false) };
+    /// Where this thread is to be held (once).
+    static HOLD: Cell<Option<Hold>> = const { Cell::new(None) };
 }
 static HELD: AtomicBool = AtomicBool::new(false);
 static RELEASE: AtomicBool = AtomicBool::new(false);
-/// Scans not preceded by a heavy fence of their own context begun at a wait.
+/// Scans not preceded by a heavy fence of their own context begun at their wait.
 static UNFENCED: AtomicU32 = AtomicU32::new(0);
+
+/// Holds the calling thread if it is to be held at `here`.
+fn hold_if(here: Hold) {
+    if HOLD.with(|h| h.get()) == Some(here) {
+        HOLD.with(|h| h.set(None));
+        HELD.store(true, SeqCst);
+        while !RELEASE.load(SeqCst) {
+            std::thread::yield_now();
+        }
+    }
+}
 
 /// A heavy fence that records when it began and can be held open.
 struct Recording;
@@ -41,28 +61,28 @@ unsafe impl rcuref::rcu::HeavyFence for Recording {
     fn heavy_fence() {
         fence(SeqCst);
         let g = RCU.gp_counter();
-        if HOLD.with(|h| h.replace(false)) {
-            HELD.store(true, SeqCst);
-            while !RELEASE.load(SeqCst) {
-                std::thread::yield_now();
-            }
-        }
+        hold_if(Hold::InItsFirstFence);
         FENCED_AT.with(|f| f.set(Some(g)));
     }
 }
 
 rcuref::set_heavy_fence!(Recording);
 
-fn before_scan(p: Point) {
-    if p == Point::GpBeforeScan {
-        // Odd: the fence began while a wait was current, so after the flip to it, and
-        // at this scan's wait: here no driver moves the counter while another is
-        // between reading it and beginning its fence (A is held, or done, or not yet
-        // started while B runs).
-        let fenced = FENCED_AT.with(Cell::take).is_some_and(|g| g & 1 == 1);
-        if !fenced {
-            UNFENCED.fetch_add(1, SeqCst);
+fn hook(p: Point) {
+    match p {
+        Point::GpBeforeScan(wait) => {
+            // The fence began once the counter had reached the wait (so after the flip
+            // to it): the counter never goes back, and a wrapping distance below 2^31
+            // is "at or after" on the full-width counter used here.
+            let fenced = FENCED_AT
+                .with(Cell::take)
+                .is_some_and(|at| at.wrapping_sub(wait) < 1 << 31);
+            if !fenced {
+                UNFENCED.fetch_add(1, SeqCst);
+            }
         }
+        Point::GpAfterScan => hold_if(Hold::AfterItsFirstScan),
+        _ => {}
     }
 }
 
@@ -77,19 +97,15 @@ impl Drop for Restore {
     }
 }
 
-/// Driver A starts a grace period and is held inside its first heavy fence; driver B
-/// (this thread) then drives a whole grace period, scanning waits A flipped to; then A
-/// goes on. Returns the scans that had no fence of their own at their wait.
-fn two_drivers() -> u32 {
-    UNFENCED.store(0, SeqCst);
+/// Starts driver A (a grace period from where the counter is), held at `hold`, and
+/// waits until it is held or done. Returns it, and whether it is held.
+fn start_held(hold: Hold) -> (std::thread::JoinHandle<()>, bool) {
     HELD.store(false, SeqCst);
     RELEASE.store(false, SeqCst);
-    set_pause_hook(Some(before_scan));
-    let a = std::thread::spawn(|| {
-        HOLD.with(|h| h.set(true));
+    let a = std::thread::spawn(move || {
+        HOLD.with(|h| h.set(Some(hold)));
         let _ = RCU.start_poll().poll();
     });
-    // (With the fence skipped, A never holds: it just finishes.)
     let t0 = Instant::now();
     while !HELD.load(SeqCst) && !a.is_finished() {
         assert!(
@@ -98,26 +114,58 @@ fn two_drivers() -> u32 {
         );
         std::thread::yield_now();
     }
-    let b = RCU.start_poll();
+    (a, HELD.load(SeqCst))
+}
+
+/// Polls `cookie` until it is done (no reader runs here, so it must end soon).
+fn finish(cookie: rcuref::rcu::GpCookie<'_, 4>) {
     for _ in 0..10 {
-        if b.poll() {
-            break;
+        if cookie.poll() {
+            return;
         }
     }
-    assert!(
-        b.is_done(),
-        "no reader, and still B's grace period did not end"
-    );
+    panic!("no reader, and still the grace period did not end");
+}
+
+/// Two scenarios; returns (scans with no fence of their own at their wait, whether
+/// driver A was held in each).
+///
+/// 1. A is held inside its first heavy fence (at the wait it flipped to); driver B (this
+///    thread) drives a grace period through waits it did not flip; then A goes on.
+/// 2. A is held after its first scan; this thread carries the counter onto the next
+///    wait without scanning it; A's exchange then fails and tells it the new wait,
+///    which A must fence for itself before scanning.
+fn two_drivers() -> (u32, [bool; 2]) {
+    UNFENCED.store(0, SeqCst);
+    set_pause_hook(Some(hook));
+
+    let (a, held_in_fence) = start_held(Hold::InItsFirstFence);
+    finish(RCU.start_poll());
     RELEASE.store(true, SeqCst);
     a.join().unwrap();
+
+    let (a, held_after_scan) = start_held(Hold::AfterItsFirstScan);
+    let g = RCU.gp_counter();
+    if held_after_scan {
+        assert_eq!(g & 1, 1, "A is held after scanning a wait");
+        // Past this wait and the flip after it, onto the next wait, not scanning it.
+        let _ = RCU.cookie_from_raw(g.wrapping_add(2)).poll();
+        assert_eq!(RCU.gp_counter(), g.wrapping_add(2));
+    }
+    RELEASE.store(true, SeqCst);
+    a.join().unwrap();
+    finish(RCU.start_poll());
+
     set_pause_hook(None);
-    UNFENCED.load(SeqCst)
+    (UNFENCED.load(SeqCst), [held_in_fence, held_after_scan])
 }
 
 #[test]
 fn every_scan_follows_a_heavy_fence_of_its_own_at_that_wait() {
     let _restore = Restore;
-    assert_eq!(two_drivers(), 0);
+    let (unfenced, held) = two_drivers();
+    assert_eq!(held, [true, true], "driver A was not held: one driver only");
+    assert_eq!(unfenced, 0);
 }
 
 /// The control: with the heavy fence skipped, the scans are unfenced.
@@ -125,7 +173,7 @@ fn every_scan_follows_a_heavy_fence_of_its_own_at_that_wait() {
 fn negative_control_a_skipped_heavy_fence_is_caught() {
     let _restore = Restore;
     select(Mutant::SkipHeavyFence);
-    let unfenced = two_drivers();
+    let (unfenced, _) = two_drivers();
     select(Mutant::None);
     assert!(unfenced > 0, "a skipped heavy fence went unnoticed");
 }

@@ -257,7 +257,7 @@ mod negative_controls {
 #[cfg(rcuref_mutants)]
 mod exact_points {
     use super::freeze::{
-        prepare_stop, release_all, resume, resume_n, stop_at, stop_n_at, wait_stopped,
+        prepare_stop, release_all, resume, resume_n, stop_at, stop_n_at, stopped_n, wait_stopped,
         wait_stopped_n,
     };
     use super::*;
@@ -281,9 +281,39 @@ mod exact_points {
         }
     }
 
+    /// Aborts the process if it is still alive after `limit`: a scenario that hangs (a
+    /// broken variant that stops all progress, say) fails at once instead of holding up
+    /// the whole run.
+    struct Watchdog(std::sync::Arc<AtomicBool>);
+
+    impl Watchdog {
+        fn new(what: &'static str, limit: Duration) -> Self {
+            let done = std::sync::Arc::new(AtomicBool::new(false));
+            let seen = done.clone();
+            std::thread::spawn(move || {
+                let t0 = Instant::now();
+                while !seen.load(SeqCst) {
+                    if t0.elapsed() > limit {
+                        eprintln!("{what}: no result after {limit:?}: it hangs");
+                        std::process::abort();
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            });
+            Watchdog(done)
+        }
+    }
+
+    impl Drop for Watchdog {
+        fn drop(&mut self) {
+            self.0.store(true, SeqCst);
+        }
+    }
+
     /// Runs `scenario` with the real code (must be clean) and with `m` (must violate).
     fn real_passes_and_catches(m: Mutant, scenario: fn() -> bool) {
         let _restore = Restore;
+        let _watchdog = Watchdog::new("an exact-point scenario", Duration::from_secs(60));
         assert!(!scenario(), "the real code failed the scenario");
         select(m);
         let caught = scenario();
@@ -524,6 +554,96 @@ mod exact_points {
         real_passes_and_catches(
             Mutant::RegisterWithoutRecheck,
             a_registration_in_a_half_already_left,
+        );
+    }
+
+    /// After registering again, a driver must step from `enter`'s fresh snapshot, not
+    /// from the value that told it the counter had moved: the counter may have moved on
+    /// again meanwhile (here, while the driver is stopped inside `enter`, from 5 round
+    /// to 0). Stepping from the old value it would scan a wait the counter has left,
+    /// stop there (stop 2), and, once the counter comes back to that wait a lap later
+    /// with a reader inside, complete it on that stale scan.
+    fn a_snapshot_taken_before_registering() -> bool {
+        set_gp_bits(3);
+        let rcu = leaked_rcu();
+        prepare_stop();
+        let _ = rcu.cookie_from_raw(1).poll();
+        assert_eq!(rcu.gp_counter(), 1);
+        let d = std::thread::spawn(move || {
+            stop_n_at(0, Point::GpAfterScan); // its scan of the wait at 1
+            stop_n_at(1, Point::GpEnterBeforeRegister); // registering again, at 5
+            stop_n_at(2, Point::GpAfterScan); // a scan of "5" (only if stale)
+            let _ = rcu.cookie_from_raw(6).poll();
+        });
+        assert!(wait_stopped_n(0, Duration::from_secs(10)));
+        let _ = rcu.cookie_from_raw(5).poll(); // 1 -> 5: into the high half
+        assert_eq!(rcu.gp_counter(), 5);
+        resume_n(0); // its exchange fails (5): it leaves the low half, enters again
+        assert!(wait_stopped_n(1, Duration::from_secs(10)));
+        let _ = rcu.cookie_from_raw(0).poll(); // 5 -> 0, nobody registered in the low half
+        assert_eq!(rcu.gp_counter(), 0);
+        resume_n(1);
+        // With the fresh snapshot (0) its target (6) reads as passed and it ends; with
+        // the old one it scans "5" and stops.
+        let t0 = Instant::now();
+        while !stopped_n(2) && !d.is_finished() {
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "the driver never got on"
+            );
+            std::thread::yield_now();
+        }
+        let _ = rcu.cookie_from_raw(4).poll(); // 0 -> 4
+        assert_eq!(rcu.gp_counter(), 4);
+        let reader = rcu.register().unwrap();
+        let guard = reader.lock(); // old for the wait at 5
+        let cookie = rcu.start_poll();
+        for _ in 0..10 {
+            let _ = cookie.poll(); // flips to 5 and waits for the reader
+        }
+        resume_n(2);
+        d.join().unwrap();
+        let violated = (0..100).any(|_| cookie.poll());
+        drop(guard);
+        assert!(cookie.poll(), "not done after the reader left");
+        violated
+    }
+
+    #[test]
+    fn a_driver_steps_from_its_snapshot_after_registering() {
+        real_passes_and_catches(
+            Mutant::StaleSnapshotAfterRegister,
+            a_snapshot_taken_before_registering,
+        );
+    }
+
+    /// A wait held by a reader ends the call: the driver must leave its half on that
+    /// path too, or the counter can never again enter the other half. Over many laps
+    /// of a 3-bit counter, with polls blocked by a reader in between, every grace
+    /// period must still end. Returns whether one did not.
+    fn blocked_polls_over_many_laps() -> bool {
+        set_gp_bits(3);
+        let rcu = leaked_rcu();
+        let reader = rcu.register().unwrap();
+        for _ in 0..20 {
+            let guard = reader.lock();
+            let blocked = rcu.start_poll();
+            for _ in 0..3 {
+                let _ = blocked.poll(); // held by the reader
+            }
+            drop(guard);
+            if !(0..10).any(|_| blocked.poll()) {
+                return true;
+            }
+        }
+        false
+    }
+
+    #[test]
+    fn a_blocked_wait_leaves_no_registration_behind() {
+        real_passes_and_catches(
+            Mutant::RegistrationLeakedWhenBlocked,
+            blocked_polls_over_many_laps,
         );
     }
 

@@ -374,7 +374,7 @@ impl<const N: usize> Rcu<N> {
                 #[cfg(all(rcuref_asymmetric_fence, not(loom)))]
                 super::heavy::heavy_fence();
                 #[cfg(all(rcuref_mutants, not(loom)))]
-                crate::mutants::pause(crate::mutants::Point::GpBeforeScan);
+                crate::mutants::pause(crate::mutants::Point::GpBeforeScan(g));
                 let (online, old_online) = self.scan(g);
                 #[cfg(all(rcuref_mutants, not(loom)))]
                 crate::mutants::pause(crate::mutants::Point::GpAfterScan);
@@ -385,6 +385,10 @@ impl<const N: usize> Rcu<N> {
                     break;
                 }
                 if g & 1 == 1 && old_online {
+                    #[cfg(any(loom, rcuref_mutants))]
+                    if mutant!(RegistrationLeakedWhenBlocked) {
+                        self.stepping.0[h].fetch_add(1, SeqCst); // never left
+                    }
                     break; // a reader from before the flip is still inside
                 }
             }
@@ -406,7 +410,13 @@ impl<const N: usize> Rcu<N> {
                     continue; // keeps the registration in the half it has left
                 }
                 self.leave(h);
+                #[cfg(any(loom, rcuref_mutants))]
+                let stale = g;
                 (h, g) = self.enter();
+                #[cfg(any(loom, rcuref_mutants))]
+                if mutant!(StaleSnapshotAfterRegister) {
+                    g = stale; // registered where `enter` read, stepping from before
+                }
             }
         }
         self.leave(h);

@@ -44,8 +44,10 @@
 //! (`Mutant::SkipHeavyFence`) it must, which it does within one run here. The RCU
 //! test bodies also run unchanged in this mode. Where the fence sits is checked with
 //! two drivers (`tests/heavy_fence_placement.rs`): every scan must follow a heavy fence
-//! of its own context begun at that wait, so a fence issued only by whoever flipped the
-//! counter, or before the flip, or after the scan, fails it (each tried by hand).
+//! of its own context begun once the counter had reached that wait, including a scan
+//! of a wait the driver learnt of from a failed exchange; a fence issued only by
+//! whoever flipped the counter, or before the flip, or after the scan, fails it (each
+//! tried by hand).
 //!
 //! On two-hart RISC-V in QEMU (rv32 and rv64) the test firmware's heavy fence is an IPI
 //! through the CLINT, as a kernel would write it (`targets/firmware/src/hart.rs`), and

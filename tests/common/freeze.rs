@@ -101,26 +101,35 @@ pub use exact::*;
 #[cfg(rcuref_mutants)]
 mod exact {
     use rcuref::mutants::{set_pause_hook, Point};
-    use std::cell::Cell;
+    use std::cell::RefCell;
+    use std::collections::VecDeque;
     use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 
-    /// How many threads can be stopped at once (each under its own number).
-    const STOPS: usize = 2;
+    /// How many stops a scenario can number (each stop happens once).
+    const STOPS: usize = 4;
 
     std::thread_local! {
-        static ARMED: Cell<Option<(Point, usize)>> = const { Cell::new(None) };
+        /// The calling thread's stops still to come, in order: (point, stop number).
+        static PLAN: RefCell<VecDeque<(Point, usize)>> = const { RefCell::new(VecDeque::new()) };
     }
     static STOPPED: [AtomicBool; STOPS] = [const { AtomicBool::new(false) }; STOPS];
     static GO: [AtomicBool; STOPS] = [const { AtomicBool::new(false) }; STOPS];
 
     fn hook(at: Point) {
-        if let Some((p, n)) = ARMED.with(|a| a.get()) {
-            if p == at {
-                ARMED.with(|a| a.set(None)); // once
-                STOPPED[n].store(true, SeqCst);
-                while !GO[n].load(SeqCst) {
-                    std::thread::yield_now();
+        let next = PLAN.with(|p| {
+            let mut p = p.borrow_mut();
+            match p.front() {
+                Some(&(point, n)) if point == at => {
+                    p.pop_front();
+                    Some(n)
                 }
+                _ => None,
+            }
+        });
+        if let Some(n) = next {
+            STOPPED[n].store(true, SeqCst);
+            while !GO[n].load(SeqCst) {
+                std::thread::yield_now();
             }
         }
     }
@@ -141,10 +150,11 @@ mod exact {
         stop_n_at(0, at);
     }
 
-    /// Arms `at` for the calling thread as stop `n` (below `STOPS`).
+    /// Adds stop `n` (below `STOPS`) to the calling thread's plan: once its earlier
+    /// stops have happened, the next time it reaches `at` it stops until [`resume_n`].
     pub fn stop_n_at(n: usize, at: Point) {
         assert!(n < STOPS);
-        ARMED.with(|a| a.set(Some((at, n))));
+        PLAN.with(|p| p.borrow_mut().push_back((at, n)));
     }
 
     /// Waits until stop 0 has happened (true), or `timeout` passed (false).
@@ -155,13 +165,18 @@ mod exact {
     /// Waits until stop `n` has happened (true), or `timeout` passed (false).
     pub fn wait_stopped_n(n: usize, timeout: std::time::Duration) -> bool {
         let t0 = std::time::Instant::now();
-        while !STOPPED[n].load(SeqCst) {
+        while !stopped_n(n) {
             if t0.elapsed() > timeout {
                 return false;
             }
             std::thread::yield_now();
         }
         true
+    }
+
+    /// Whether stop `n` has happened.
+    pub fn stopped_n(n: usize) -> bool {
+        STOPPED[n].load(SeqCst)
     }
 
     /// Lets the thread of stop 0 go on.

@@ -333,8 +333,9 @@ mod tests {
         #[cfg(rcuref_mutants)]
         static SCANNED: [AtomicU32; STEPS + 1] = [const { AtomicU32::new(0) }; STEPS + 1];
 
-        fn record(at: &[AtomicU32; STEPS + 1]) {
-            let i = D.gp_counter().wrapping_sub(START.load(Relaxed)) as usize;
+        /// Records an event at counter value `g`.
+        fn record(at: &[AtomicU32; STEPS + 1], g: u32) {
+            let i = g.wrapping_sub(START.load(Relaxed)) as usize;
             if let Some(first) = at.get(i) {
                 let n = EVENT.fetch_add(1, Relaxed) + 1;
                 let _ = first.compare_exchange(0, n, Relaxed, Relaxed);
@@ -344,14 +345,14 @@ mod tests {
         /// The grace periods run on hart 0: only a fence on hart 1 counts.
         fn on_serve(hart: usize) {
             if hart == 1 {
-                record(&SERVED);
+                record(&SERVED, D.gp_counter());
             }
         }
 
         #[cfg(rcuref_mutants)]
         fn on_scan(p: rcuref::mutants::Point) {
-            if p == rcuref::mutants::Point::GpBeforeScan {
-                record(&SCANNED);
+            if let rcuref::mutants::Point::GpBeforeScan(wait) = p {
+                record(&SCANNED, wait);
             }
         }
 
