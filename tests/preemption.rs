@@ -412,7 +412,7 @@ mod exact_points {
         }
         let at = rcu.gp_counter();
         assert!(at == 0 || at == 63, "the counter stopped at {at}");
-        stale_wait_completes_a_cookie(rcu, driver)
+        stale_wait_completes_a_cookie(rcu, driver, 0)
     }
 
     #[test]
@@ -422,16 +422,20 @@ mod exact_points {
 
     /// The end of the lap-guard scenarios below: a reader from before the flip to the
     /// stopped driver's wait (its phase is old for that wait wherever the counter
-    /// stopped), a cookie taken under it, then the stopped driver (stop 0) let go. Returns
-    /// whether the cookie was done while the reader was still inside.
-    fn stale_wait_completes_a_cookie(rcu: &'static Rcu<4>, driver: JoinHandle<()>) -> bool {
+    /// stopped), a cookie taken under it, then the stopped driver (stop number `stop`)
+    /// let go. Returns whether the cookie was done while the reader was still inside.
+    fn stale_wait_completes_a_cookie(
+        rcu: &'static Rcu<4>,
+        driver: JoinHandle<()>,
+        stop: usize,
+    ) -> bool {
         let reader = rcu.register().unwrap();
         let guard = reader.lock();
         let cookie = rcu.start_poll();
         for _ in 0..10 {
             let _ = cookie.poll(); // flips to the wait (if it can) and waits for the reader
         }
-        resume();
+        resume_n(stop);
         driver.join().unwrap();
         let violated = (0..100).any(|_| cookie.poll());
         drop(guard);
@@ -470,7 +474,7 @@ mod exact_points {
         let _ = rcu.cookie_from_raw(0).poll();
         let at = rcu.gp_counter();
         assert!(at == 0 || at == 7, "the counter stopped at {at}");
-        stale_wait_completes_a_cookie(rcu, driver)
+        stale_wait_completes_a_cookie(rcu, driver, 0)
     }
 
     #[test]
@@ -493,7 +497,7 @@ mod exact_points {
         let _ = rcu.cookie_from_raw(4).poll();
         let at = rcu.gp_counter();
         assert!(at == 3 || at == 4, "the counter stopped at {at}");
-        stale_wait_completes_a_cookie(rcu, driver)
+        stale_wait_completes_a_cookie(rcu, driver, 0)
     }
 
     #[test]
@@ -525,7 +529,7 @@ mod exact_points {
         a.join().unwrap();
         let at = rcu.gp_counter();
         assert!(at == 0 || at == 7, "the counter stopped at {at}");
-        stale_wait_completes_a_cookie(rcu, stopped)
+        stale_wait_completes_a_cookie(rcu, stopped, 0)
     }
 
     /// The crossing made by another driver: A stops after its scan of the wait at 3;
@@ -595,18 +599,8 @@ mod exact_points {
         }
         let _ = rcu.cookie_from_raw(4).poll(); // 0 -> 4
         assert_eq!(rcu.gp_counter(), 4);
-        let reader = rcu.register().unwrap();
-        let guard = reader.lock(); // old for the wait at 5
-        let cookie = rcu.start_poll();
-        for _ in 0..10 {
-            let _ = cookie.poll(); // flips to 5 and waits for the reader
-        }
-        resume_n(2);
-        d.join().unwrap();
-        let violated = (0..100).any(|_| cookie.poll());
-        drop(guard);
-        assert!(cookie.poll(), "not done after the reader left");
-        violated
+        // A reader old for the wait at 5; the stale driver is stop 2.
+        stale_wait_completes_a_cookie(rcu, d, 2)
     }
 
     #[test]

@@ -3,6 +3,52 @@
 #[path = "cases/rcu.rs"]
 mod cases;
 
+/// A reader on another thread, inside a read section of its domain from `start` until
+/// `release` (the stalled reader that blocking waits are tested against).
+struct HeldReader {
+    release: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<()>,
+    slot: usize,
+}
+
+impl HeldReader {
+    /// Returns once the reader is inside its section.
+    fn start<const N: usize>(rcu: &'static rcuref::Rcu<N>) -> Self {
+        use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+        use std::sync::{mpsc, Arc};
+        let release = Arc::new(AtomicBool::new(false));
+        let go_on = release.clone();
+        let (inside, entered) = mpsc::channel();
+        let thread = std::thread::spawn(move || {
+            let reader = rcu.register().unwrap();
+            reader.read(|_| {
+                inside.send(reader.slot()).unwrap();
+                while !go_on.load(SeqCst) {
+                    std::thread::yield_now();
+                }
+            });
+        });
+        let slot = entered.recv().unwrap();
+        HeldReader {
+            release,
+            thread,
+            slot,
+        }
+    }
+
+    /// Its slot in the domain.
+    fn slot(&self) -> usize {
+        self.slot
+    }
+
+    /// Lets it leave its section, and waits until its thread has ended.
+    fn release(self) {
+        self.release
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.thread.join().unwrap();
+    }
+}
+
 #[test]
 fn nested_sections() {
     cases::nested_sections();
@@ -82,37 +128,23 @@ fn synchronize_in_read_section_is_an_error() {
 /// another thread is inside, and returns once that section ends.
 #[test]
 fn synchronize_waits_for_a_reader_on_another_thread() {
-    use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::SeqCst};
     static RCU: rcuref::Rcu<2> = rcuref::Rcu::new();
-    static INSIDE: AtomicBool = AtomicBool::new(false);
-    static RELEASE: AtomicBool = AtomicBool::new(false);
-    static WAITS: AtomicU32 = AtomicU32::new(0);
-    let t = std::thread::spawn(|| {
-        let reader = RCU.register().unwrap();
-        reader.read(|_| {
-            INSIDE.store(true, SeqCst);
-            while !RELEASE.load(SeqCst) {
-                std::hint::spin_loop();
-            }
-        });
-    });
-    while !INSIDE.load(SeqCst) {
-        std::hint::spin_loop();
-    }
+    let mut held = Some(HeldReader::start(&RCU));
+    let mut waits = 0;
     let mut writer = RCU.register().unwrap();
     writer
         .synchronize(|| {
-            if WAITS.fetch_add(1, SeqCst) == 50 {
-                RELEASE.store(true, SeqCst);
+            waits += 1;
+            if waits == 51 {
+                held.take().unwrap().release();
             }
             std::thread::yield_now();
         })
         .unwrap();
     assert!(
-        WAITS.load(SeqCst) > 50,
+        waits > 50,
         "synchronize returned while the reader was still inside"
     );
-    t.join().unwrap();
 }
 
 /// Item 10: two readers on one thread: waiting through one while the other is inside a
@@ -389,24 +421,8 @@ fn a_stalled_reader_is_named_and_a_wait_can_give_up() {
     use rcuref::rcu::{Deadline, StallDetector};
     use rcuref::{Error, Rcu};
     use std::ops::ControlFlow;
-    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
     static RCU: Rcu<3> = Rcu::new();
-    static INSIDE: AtomicBool = AtomicBool::new(false);
-    static RELEASE: AtomicBool = AtomicBool::new(false);
-    static SLOT: AtomicUsize = AtomicUsize::new(usize::MAX);
-    let t = std::thread::spawn(|| {
-        let reader = RCU.register().unwrap();
-        SLOT.store(reader.slot(), SeqCst);
-        reader.read(|_| {
-            INSIDE.store(true, SeqCst);
-            while !RELEASE.load(SeqCst) {
-                std::thread::yield_now();
-            }
-        });
-    });
-    while !INSIDE.load(SeqCst) {
-        std::thread::yield_now();
-    }
+    let held = HeldReader::start(&RCU);
     let mut writer = RCU.register().unwrap();
     // A stall report with a threshold on a clock we supply (here: attempts).
     let ticks = std::cell::Cell::new(0u64);
@@ -431,7 +447,7 @@ fn a_stalled_reader_is_named_and_a_wait_can_give_up() {
     assert_eq!(r, Err(Error::GaveUp));
     assert_eq!(
         named,
-        [SLOT.load(SeqCst)],
+        [held.slot()],
         "the stall report did not name the reader"
     );
     // A deadline on a real clock gives up too.
@@ -443,8 +459,7 @@ fn a_stalled_reader_is_named_and_a_wait_can_give_up() {
     );
     assert!(start.elapsed() >= std::time::Duration::from_millis(20));
     // Consistent afterwards: once the reader leaves, waits succeed.
-    RELEASE.store(true, SeqCst);
-    t.join().unwrap();
+    held.release();
     assert_eq!(writer.synchronize(|| ()), Ok(()));
 }
 
@@ -667,22 +682,8 @@ fn a_stall_detector_reports_each_wait() {
     use rcuref::rcu::StallDetector;
     use rcuref::{Error, Rcu};
     use std::ops::ControlFlow;
-    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
     static RCU: Rcu<2> = Rcu::new();
-    static INSIDE: AtomicBool = AtomicBool::new(false);
-    static RELEASE: AtomicBool = AtomicBool::new(false);
-    let t = std::thread::spawn(|| {
-        let stuck = RCU.register().unwrap();
-        stuck.read(|_| {
-            INSIDE.store(true, SeqCst);
-            while !RELEASE.load(SeqCst) {
-                std::thread::yield_now();
-            }
-        });
-    });
-    while !INSIDE.load(SeqCst) {
-        std::thread::yield_now();
-    }
+    let held = HeldReader::start(&RCU);
     let mut w = RCU.register().unwrap();
     let ticks = std::cell::Cell::new(0u64);
     let mut reports = 0;
@@ -704,8 +705,7 @@ fn a_stall_detector_reports_each_wait() {
         assert_eq!(r, Err(Error::GaveUp));
     }
     assert_eq!(reports, 2, "one report per stalled wait");
-    RELEASE.store(true, SeqCst);
-    t.join().unwrap();
+    held.release();
 }
 
 /// The same-thread deadlock check (feature `std`, debug builds) keeps each domain's open
