@@ -6,8 +6,9 @@
 //!    tortures are turned down to `RCUREF_FREEZES=20` freezes);
 //! 2. the mutants that survived pass 1, against the loom models;
 //! 3. `src/rcu/heavy.rs` (excluded from pass 1: it is compiled only in the
-//!    asymmetric-fence build) against `tests/asymmetric.rs` in that build (Linux only:
-//!    membarrier). Skipped in a narrowed run.
+//!    asymmetric-fence build) against `tests/asymmetric.rs` and
+//!    `tests/heavy_fence_placement.rs` in that build (Linux only: membarrier). Skipped
+//!    in a narrowed run.
 //!
 //! A mutant that survives both must be listed in `mutants-equivalent.md` with why it is
 //! equivalent (keyed by file and description, without line numbers, which move); the
