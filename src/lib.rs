@@ -5,17 +5,47 @@
 #[cfg(feature = "std")]
 extern crate std;
 
-/// `true` when the named broken variant is selected (test builds with `--cfg loom` or
-/// `--cfg rcuref_mutants` only); a constant `false` that folds away everywhere else.
+/// `true` when the named broken variant is selected: at run time in test builds
+/// (`--cfg loom`, `--cfg rcuref_mutants`), as a constant in static-variant builds
+/// (`--cfg rcuref_static_mutant`); a constant `false` that folds away everywhere else.
 #[allow(unused_macros)] // unused only when the compile_error! below fires
 macro_rules! mutant {
     ($m:ident) => {{
         #[cfg(any(loom, rcuref_mutants))]
         let on = $crate::mutants::active($crate::mutants::Mutant::$m);
-        #[cfg(not(any(loom, rcuref_mutants)))]
+        #[cfg(all(rcuref_static_mutant, not(any(loom, rcuref_mutants))))]
+        let on = {
+            const ON: bool = $crate::mutants::is_static($crate::mutants::Mutant::$m);
+            ON
+        };
+        #[cfg(not(any(loom, rcuref_mutants, rcuref_static_mutant)))]
         let on = false;
         on
     }};
+}
+
+/// One definition of a function that is `const` except under loom, whose atomics cannot
+/// be made in a const context (crossbeam-epoch's `const_fn!`): the two builds cannot
+/// drift apart.
+#[allow(unused_macros)]
+macro_rules! const_fn {
+    ($(#[$attr:meta])* $vis:vis const fn $name:ident $($rest:tt)*) => {
+        #[cfg(not(loom))]
+        $(#[$attr])* $vis const fn $name $($rest)*
+        #[cfg(loom)]
+        $(#[$attr])* $vis fn $name $($rest)*
+    };
+}
+
+/// An interrupt point of the read side (`mutants::Gap`): in test builds an armed
+/// handler runs here, on the context that reached it, as an interrupt taken between
+/// the two neighbouring instructions would; nothing in other builds.
+#[allow(unused_macros)]
+macro_rules! interrupt_point {
+    ($gap:ident, $slot:expr) => {
+        #[cfg(any(loom, rcuref_mutants))]
+        $crate::mutants::interrupt($crate::mutants::Gap::$gap, $slot);
+    };
 }
 
 /// The crate's items, compiled only where the target's atomic read-modify-writes have a
@@ -60,10 +90,16 @@ compile_error!(
 ))]
 mod sync;
 
-// Test builds only (loom, mutation testing), which run on hosts with atomics.
-#[cfg(any(loom, rcuref_mutants))]
+// Test builds only (loom, mutation testing, static variants for the litmus suite).
+#[cfg(any(loom, rcuref_mutants, rcuref_static_mutant))]
 #[doc(hidden)]
 pub mod mutants;
+
+// The litmus suite's code-tie check (`cargo xtask litmus`): one exported function per
+// fast path, compiled only with `--cfg rcuref_code_probe`.
+#[cfg(rcuref_code_probe)]
+#[doc(hidden)]
+pub mod code_probe;
 
 #[cfg(any(
     target_has_atomic = "32",

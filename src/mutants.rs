@@ -1,17 +1,87 @@
-//! Deliberately broken variants, for proving that the tests can fail.
+//! Deliberately broken variants, for proving that the tests can fail, and the hooks
+//! tests use to stop, interrupt or reshape the library at chosen points.
 //!
-//! Compiled only with `--cfg loom` or `--cfg rcuref_mutants`. A test selects one
-//! variant for the whole process, runs a harness, and expects it to fail; normal builds
-//! contain none of this (the `mutant!` checks fold to `false`).
+//! * `--cfg loom` or `--cfg rcuref_mutants`: a test selects one variant for the whole
+//!   process at run time ([`select`]), runs a harness, and expects it to fail; pause
+//!   points ([`set_pause_hook`]) and interrupt points ([`set_interrupt`]) are live.
+//! * `--cfg rcuref_static_mutant` with `RCUREF_STATIC_MUTANT=<Variant>` in the build's
+//!   environment: that one variant is compiled in as a constant, so the object code is
+//!   the broken code and nothing else (the litmus suite's code-tie check compiles one
+//!   for AArch64 and RISC-V and must see its instructions change). Only variants whose
+//!   code is not behind a cfg of the run-time builds exist there.
+//!
+//! Normal builds contain none of this: the `mutant!` checks fold to `false`.
 
-use core::sync::atomic::{AtomicU8, Ordering};
+#[cfg(any(loom, rcuref_mutants))]
+use core::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
-/// A broken variant of one of the primitives.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub enum Mutant {
+/// Defines `Mutant` and its names, so a variant can be chosen by name at build time.
+macro_rules! mutants {
+    ($(#[$m:meta])* pub enum Mutant { $($(#[$vm:meta])* $v:ident,)* }) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        #[repr(u8)]
+        pub enum Mutant { $($(#[$vm])* $v,)* }
+
+        impl Mutant {
+            /// Every variant, `None` first.
+            pub const ALL: &'static [Mutant] = &[$(Mutant::$v,)*];
+
+            /// The variant's name, as written in the source.
+            pub const fn name(self) -> &'static str {
+                match self { $(Mutant::$v => stringify!($v),)* }
+            }
+
+            /// The variant called `name`, if there is one.
+            pub const fn from_name(name: &str) -> Option<Mutant> {
+                let mut i = 0;
+                while i < Self::ALL.len() {
+                    if same(Self::ALL[i].name(), name) {
+                        return Some(Self::ALL[i]);
+                    }
+                    i += 1;
+                }
+                None
+            }
+        }
+    };
+}
+
+/// `a == b`, in a `const fn`.
+const fn same(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// The variant compiled in by `--cfg rcuref_static_mutant` (named by the build's
+/// `RCUREF_STATIC_MUTANT`; an unknown name fails the build).
+#[cfg(rcuref_static_mutant)]
+pub const STATIC: Mutant = match Mutant::from_name(env!("RCUREF_STATIC_MUTANT")) {
+    Some(m) => m,
+    None => panic!("RCUREF_STATIC_MUTANT names no variant of rcuref::mutants::Mutant"),
+};
+
+/// Whether `m` is the variant compiled in (static builds).
+#[cfg(rcuref_static_mutant)]
+pub const fn is_static(m: Mutant) -> bool {
+    STATIC as u8 == m as u8
+}
+
+mutants! {
+    /// A broken variant of one of the primitives.
+    pub enum Mutant {
     /// No mutant: the real code.
-    None = 0,
+    None,
     /// `get` uses a relaxed add (Linus's rejected "relaxed get for files").
     GetRelaxed,
     /// A failed `get` leaves its increment behind (mainline's behaviour: dead-zone drift).
@@ -87,106 +157,232 @@ pub enum Mutant {
     /// Pool: allocation claims a free slot with a load and a separate store instead of
     /// one read-modify-write, so two allocators can both claim it.
     CheckThenClaim,
+
+    /// RCU: a `ContextReader`'s nested lock has no fence, as before the second review's
+    /// finding 1: a handler that interrupts the outermost lock between its slot store
+    /// and its fence runs its whole section before the announcement is ordered before
+    /// its loads (memory unsafety on multi-core RISC-V, and on AArch64 with LDAPR).
+    NestedWithoutFence,
+    /// RCU: a driver whose step is left by a panic (a heavy fence that panics) stays
+    /// registered for the lap guard, as before the second review's finding 2: once the
+    /// counter reaches the end of the other half, no grace period ends again.
+    RegistrationKeptOnPanic,
+    /// RCU: dropping a `DeferQueue` drops the values still waiting for their grace
+    /// period, as before the second review's finding 3 (the queue had no `Drop`).
+    QueueDropsPending,
+    /// RCU: `defer_or_wait` and `defer_async` hold the value being deferred as a plain
+    /// local while user code runs (a `reclaim` of older values), so a panic there drops
+    /// it before its grace period (the second review's finding 3).
+    DeferDropsOnPanic,
+    }
 }
 
-static ACTIVE: AtomicU8 = AtomicU8::new(Mutant::None as u8);
+/// The run-time parts: selection, pause and interrupt points, test knobs.
+#[cfg(any(loom, rcuref_mutants))]
+mod hooks {
+    use super::*;
 
-/// Selects the broken variant for the whole process (`Mutant::None` restores the real code).
-pub fn select(m: Mutant) {
-    ACTIVE.store(m as u8, Ordering::SeqCst);
-}
+    static ACTIVE: AtomicU8 = AtomicU8::new(Mutant::None as u8);
 
-/// Whether `m` is the selected variant.
-#[inline]
-pub fn active(m: Mutant) -> bool {
-    ACTIVE.load(Ordering::Relaxed) == m as u8
-}
+    /// Selects the broken variant for the whole process (`Mutant::None` restores the real code).
+    pub fn select(m: Mutant) {
+        ACTIVE.store(m as u8, Ordering::SeqCst);
+    }
 
-static READ_DELAY: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
-static READ_TICK: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
+    /// Whether `m` is the selected variant.
+    #[inline]
+    pub fn active(m: Mutant) -> bool {
+        ACTIVE.load(Ordering::Relaxed) == m as u8
+    }
 
-/// Injects a pause of up to `max_spins` (varying call to call) into lookup paths between
-/// reading a location and taking a reference, like liburcu's `DEBUG_YIELD`: it widens
-/// race windows so that torture runs on real threads reach them. 0 turns it off.
-pub fn set_read_delay(max_spins: u32) {
-    READ_DELAY.store(max_spins, Ordering::SeqCst);
-}
+    static READ_DELAY: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
+    static READ_TICK: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
 
-/// The injected pause (a no-op unless `set_read_delay` was called).
-#[inline]
-pub(crate) fn read_delay() {
-    let max = READ_DELAY.load(Ordering::Relaxed);
-    if max != 0 {
-        let n = READ_TICK
-            .fetch_add(1, Ordering::Relaxed)
-            .wrapping_mul(2_654_435_761)
-            % max;
-        for _ in 0..n {
-            core::hint::spin_loop();
+    /// Injects a pause of up to `max_spins` (varying call to call) into lookup paths between
+    /// reading a location and taking a reference, like liburcu's `DEBUG_YIELD`: it widens
+    /// race windows so that torture runs on real threads reach them. 0 turns it off.
+    pub fn set_read_delay(max_spins: u32) {
+        READ_DELAY.store(max_spins, Ordering::SeqCst);
+    }
+
+    /// The injected pause (a no-op unless `set_read_delay` was called).
+    #[inline]
+    pub(crate) fn read_delay() {
+        let max = READ_DELAY.load(Ordering::Relaxed);
+        if max != 0 {
+            let n = READ_TICK
+                .fetch_add(1, Ordering::Relaxed)
+                .wrapping_mul(2_654_435_761)
+                % max;
+            for _ in 0..n {
+                core::hint::spin_loop();
+            }
         }
     }
-}
 
-static GP_MASK: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(u32::MAX);
+    static GP_MASK: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(u32::MAX);
 
-/// Shrinks the RCU grace-period counter to `bits` bits (at least 3), so that tests can go
-/// round a whole lap of it quickly; 32 restores the real width. Select it before
-/// creating the domain, and only with no grace period in flight.
-pub fn set_gp_bits(bits: u32) {
-    assert!((3..=32).contains(&bits));
-    let m = if bits == 32 {
-        u32::MAX
-    } else {
-        (1 << bits) - 1
-    };
-    GP_MASK.store(m, Ordering::SeqCst);
-}
+    /// Shrinks the RCU grace-period counter to `bits` bits (at least 3), so that tests can go
+    /// round a whole lap of it quickly; 32 restores the real width. Select it before
+    /// creating the domain, and only with no grace period in flight.
+    pub fn set_gp_bits(bits: u32) {
+        assert!((3..=32).contains(&bits));
+        let m = if bits == 32 {
+            u32::MAX
+        } else {
+            (1 << bits) - 1
+        };
+        GP_MASK.store(m, Ordering::SeqCst);
+    }
 
-/// The grace-period counter's mask (all ones unless `set_gp_bits` shrank it).
-#[inline]
-pub(crate) fn gp_mask() -> u32 {
-    GP_MASK.load(Ordering::Relaxed)
-}
+    /// The grace-period counter's mask (all ones unless `set_gp_bits` shrank it).
+    #[inline]
+    pub(crate) fn gp_mask() -> u32 {
+        GP_MASK.load(Ordering::Relaxed)
+    }
 
-/// A point in the library where a test can stop the calling context (`set_pause_hook`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Point {
-    /// RCU: a driver has read the counter to choose the half it registers in for the
-    /// lap guard, and has not registered yet.
-    GpEnterBeforeRegister,
-    /// RCU: a wait step is about to scan the slots (its fences, the heavy one included,
-    /// are done); the value is the wait's counter value (the stepping context's
-    /// snapshot, which the counter may have passed by now).
-    GpBeforeScan(u32),
-    /// RCU: a grace-period step has scanned the slots and not yet tried its exchange.
-    GpAfterScan,
-    /// Pool: an allocation has seen a slot free and not yet claimed it.
-    AllocAfterProbe,
-}
+    /// A point in the library where a test can stop the calling context (`set_pause_hook`).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    #[non_exhaustive]
+    pub enum Point {
+        /// RCU: a driver has read the counter to choose the half it registers in for the
+        /// lap guard, and has not registered yet.
+        GpEnterBeforeRegister,
+        /// RCU: a wait step is about to scan the slots (its fences, the heavy one included,
+        /// are done); the value is the wait's counter value (the stepping context's
+        /// snapshot, which the counter may have passed by now).
+        GpBeforeScan(u32),
+        /// RCU: a grace-period step has scanned the slots and not yet tried its exchange.
+        GpAfterScan,
+        /// Pool: an allocation has seen a slot free and not yet claimed it.
+        AllocAfterProbe,
+    }
 
-/// Holds null or a `fn(Point)` cast to a pointer.
-static PAUSE_HOOK: core::sync::atomic::AtomicPtr<()> =
-    core::sync::atomic::AtomicPtr::new(core::ptr::null_mut());
+    /// Holds null or a `fn(Point)` cast to a pointer.
+    static PAUSE_HOOK: core::sync::atomic::AtomicPtr<()> =
+        core::sync::atomic::AtomicPtr::new(core::ptr::null_mut());
 
-/// Installs (or removes) a function the library calls at each [`Point`], from the
-/// context that reached it: a test uses it to stop one thread exactly there (the hook
-/// decides which thread, and for how long).
-pub fn set_pause_hook(hook: Option<fn(Point)>) {
-    let p = hook.map_or(core::ptr::null_mut(), |f| f as *mut ());
-    PAUSE_HOOK.store(p, Ordering::SeqCst);
-}
+    /// Installs (or removes) a function the library calls at each [`Point`], from the
+    /// context that reached it: a test uses it to stop one thread exactly there (the hook
+    /// decides which thread, and for how long).
+    pub fn set_pause_hook(hook: Option<fn(Point)>) {
+        let p = hook.map_or(core::ptr::null_mut(), |f| f as *mut ());
+        PAUSE_HOOK.store(p, Ordering::SeqCst);
+    }
 
-/// Calls the pause hook, if any (compiled only in mutant builds, not under loom).
-#[cfg(not(loom))]
-#[inline]
-pub(crate) fn pause(at: Point) {
-    let p = PAUSE_HOOK.load(Ordering::Acquire);
-    if !p.is_null() {
-        // SAFETY: `PAUSE_HOOK` only ever holds null or a pointer made from a `fn(Point)`
-        // in `set_pause_hook`; function and data pointers have the same representation
-        // on every target this crate supports.
-        let f: fn(Point) = unsafe { core::mem::transmute::<*mut (), fn(Point)>(p) };
-        f(at);
+    /// Calls the pause hook, if any (compiled only in mutant builds, not under loom).
+    #[cfg(not(loom))]
+    #[inline]
+    pub(crate) fn pause(at: Point) {
+        let p = PAUSE_HOOK.load(Ordering::Acquire);
+        if !p.is_null() {
+            // SAFETY: `PAUSE_HOOK` only ever holds null or a pointer made from a `fn(Point)`
+            // in `set_pause_hook`; function and data pointers have the same representation
+            // on every target this crate supports.
+            let f: fn(Point) = unsafe { core::mem::transmute::<*mut (), fn(Point)>(p) };
+            f(at);
+        }
+    }
+
+    /// A gap between two memory operations of the read side, where an interrupt handler
+    /// (or, on a hosted system, a signal handler) can run: [`set_interrupt`] makes one
+    /// happen there.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    #[repr(u8)]
+    #[non_exhaustive]
+    pub enum Gap {
+        /// Lock: the slot word has been read, nothing written yet.
+        LockAfterLoad = 1,
+        /// Outermost lock: the phase word has been read, the slot not yet stored.
+        LockAfterPhase,
+        /// Outermost lock: the slot announces the section; its fence has not run (the gap
+        /// of the second review's finding 1).
+        LockAfterStore,
+        /// Outermost lock: done (store and fence); the section's own loads come next.
+        LockAfterFence,
+        /// Nested lock: the slot's deeper nesting is stored; a context reader's fence has
+        /// not run.
+        NestedAfterStore,
+        /// Nested lock: done.
+        NestedAfterFence,
+        /// Unlock: the slot word has been read, not yet written.
+        UnlockAfterLoad,
+        /// Unlock: the slot word is written (the section, or one level of it, has ended).
+        UnlockAfterStore,
+        /// `Rcu::register` (and so `Rcu::read`): a slot has been seen free, not yet claimed.
+        ClaimAfterLoad,
+        /// `Rcu::register`: the slot is claimed; no section has begun on it.
+        ClaimAfterExchange,
+        /// A `Reader`'s drop: its slot word has been read, not yet freed.
+        DropAfterLoad,
+        /// A `Reader`'s drop: its slot is free again.
+        DropAfterStore,
+    }
+
+    impl Gap {
+        /// Every gap, in the order the read side passes them.
+        pub const ALL: [Gap; 12] = [
+            Gap::LockAfterLoad,
+            Gap::LockAfterPhase,
+            Gap::LockAfterStore,
+            Gap::LockAfterFence,
+            Gap::NestedAfterStore,
+            Gap::NestedAfterFence,
+            Gap::UnlockAfterLoad,
+            Gap::UnlockAfterStore,
+            Gap::ClaimAfterLoad,
+            Gap::ClaimAfterExchange,
+            Gap::DropAfterLoad,
+            Gap::DropAfterStore,
+        ];
+    }
+
+    /// The armed interrupt: its gap (0: none), the slot word it is for, the handler and
+    /// the handler's argument. Plain atomics, not loom's: they configure a model, they are
+    /// not part of it (a model arms its interrupt again at the start of each execution).
+    static IRQ_GAP: AtomicU8 = AtomicU8::new(0);
+    static IRQ_SLOT: AtomicUsize = AtomicUsize::new(0);
+    static IRQ_HANDLER: core::sync::atomic::AtomicPtr<()> =
+        core::sync::atomic::AtomicPtr::new(core::ptr::null_mut());
+    static IRQ_ARG: AtomicUsize = AtomicUsize::new(0);
+
+    /// Arms one interrupt: the next time the context that owns the slot word at address
+    /// `slot` (see `Rcu::slot_addr`) reaches `gap`, the library calls `handler(arg)` there,
+    /// once, on that context, as an interrupt taken between those two instructions would
+    /// run. `None` disarms.
+    pub fn set_interrupt(at: Option<(Gap, usize)>, handler: fn(usize), arg: usize) {
+        IRQ_GAP.store(0, Ordering::SeqCst);
+        if let Some((gap, slot)) = at {
+            IRQ_SLOT.store(slot, Ordering::SeqCst);
+            IRQ_HANDLER.store(handler as *mut (), Ordering::SeqCst);
+            IRQ_ARG.store(arg, Ordering::SeqCst);
+            IRQ_GAP.store(gap as u8, Ordering::SeqCst);
+        }
+    }
+
+    /// Whether the armed interrupt has not fired yet.
+    pub fn interrupt_pending() -> bool {
+        IRQ_GAP.load(Ordering::SeqCst) != 0
+    }
+
+    /// An interrupt point: runs the armed handler if it is armed for `gap` on `slot`.
+    #[inline]
+    pub(crate) fn interrupt(gap: Gap, slot: &crate::sync::AtomicU32) {
+        if IRQ_GAP.load(Ordering::Relaxed) != gap as u8
+            || IRQ_SLOT.load(Ordering::Relaxed) != slot as *const _ as usize
+            || IRQ_GAP
+                .compare_exchange(gap as u8, 0, Ordering::SeqCst, Ordering::Relaxed)
+                .is_err()
+        {
+            return;
+        }
+        let p = IRQ_HANDLER.load(Ordering::SeqCst);
+        // SAFETY: `IRQ_HANDLER` is only ever set from a `fn(usize)` in `set_interrupt`, and
+        // `IRQ_GAP` is non-zero only after it was; function and data pointers have the same
+        // representation on every target this crate supports.
+        let f: fn(usize) = unsafe { core::mem::transmute::<*mut (), fn(usize)>(p) };
+        f(IRQ_ARG.load(Ordering::SeqCst));
     }
 }
+#[cfg(any(loom, rcuref_mutants))]
+pub use hooks::*;
