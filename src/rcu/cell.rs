@@ -86,7 +86,7 @@ impl<'a, T, const N: usize> RcuCell<'a, T, N> {
         if !core::ptr::eq(guard.domain(), self.rcu) {
             return Err(Error::OtherDomain);
         }
-        let p = self.ptr.load(Ordering::Acquire);
+        let p = load_published(&self.ptr);
         // SAFETY: by the type invariant `p` points to a live `T` that only readers
         // access while published; the guard's section (same domain, checked above)
         // delays any hand-back of `p` until after the section. The returned lifetime is
@@ -99,7 +99,7 @@ impl<'a, T, const N: usize> RcuCell<'a, T, N> {
     /// Publishes `new` and retires the previous value; the old value comes back as
     /// `&'a mut T` from the [`Retired`] once a grace period has passed.
     pub fn replace(&self, new: &'a mut T) -> Retired<'a, T, N> {
-        let old = self.ptr.swap(new, Ordering::AcqRel);
+        let old = publish(&self.ptr, new);
         let cookie = self.rcu.start_poll();
         // SAFETY: `ptr` is never null: it only ever holds references given to the cell.
         let old = unsafe { NonNull::new_unchecked(old) };
@@ -117,6 +117,21 @@ impl<'a, T, const N: usize> RcuCell<'a, T, N> {
     pub fn domain(&self) -> &'a Rcu<N> {
         self.rcu
     }
+}
+
+/// A reader's load of the published pointer: `Acquire`, pairing with the publishing
+/// swap's release, so the pointee's initialisation is visible (litmus:
+/// `rcucell-publish`).
+#[inline(always)]
+pub(crate) fn load_published<T>(ptr: &AtomicPtr<T>) -> *mut T {
+    ptr.load(Ordering::Acquire)
+}
+
+/// A writer's publish: an `AcqRel` swap (release: the new value's initialisation before
+/// it; acquire: the old value's last accesses by earlier writers before its reclaim).
+#[inline(always)]
+pub(crate) fn publish<T>(ptr: &AtomicPtr<T>, new: *mut T) -> *mut T {
+    ptr.swap(new, Ordering::AcqRel)
 }
 
 impl<T, const N: usize> core::fmt::Debug for RcuCell<'_, T, N> {

@@ -1,10 +1,11 @@
 //! The domain, its reader slots, guards and the grace-period state machine.
 
+use super::ops::{self, online, phase_of, CLAIMED, ONE_LEVEL, STICKY};
 use crate::pad::Line;
 #[cfg(any(loom, rcuref_mutants))]
 use crate::sync::AtomicBool;
 use crate::sync::AtomicU32;
-use crate::sync::Ordering::{Acquire, Relaxed, Release, SeqCst};
+use crate::sync::Ordering::{Acquire, Relaxed, Release};
 use core::marker::PhantomData;
 use core::ops::ControlFlow;
 
@@ -59,20 +60,6 @@ fn half(g: u32) -> usize {
     usize::from(g & mask() > mask() >> 1)
 }
 
-// A slot word: bit 0 = claimed by a `Reader`, bit 1 = the phase its section saw,
-// bits 2.. = nesting depth (0: offline). 0 = free.
-const CLAIMED: u32 = 1;
-const ONE_LEVEL: u32 = 4;
-/// A nesting count this high (2^30 leaked guards) sticks: neither lock nor unlock moves
-/// it, so the section never ends instead of wrapping to "offline" under live references.
-const STICKY: u32 = 0xFFFF_FFF0;
-
-/// Whether slot word `v` is in a read section.
-#[inline(always)]
-const fn online(v: u32) -> bool {
-    v >= ONE_LEVEL
-}
-
 /// An RCU domain with `N` reader slots (threads, harts, interrupt priority levels).
 ///
 /// Usable in a `static` (`Rcu::new` is `const`). See the [module docs](crate::rcu) for
@@ -115,22 +102,23 @@ impl<const N: usize> Rcu<N> {
         Self::new_at(0)
     }
 
-    /// A domain whose first `dedicated` slots are reserved for [`ContextReader`]s (one
-    /// per CPU, or per interrupt priority level that reads); [`register`](Self::register)
-    /// and [`read`](Self::read) use the rest. A `dedicated` above `N` fails at compile
-    /// time in a `static`.
-    #[cfg(not(loom))]
-    pub const fn with_dedicated(dedicated: usize) -> Self {
-        assert!(dedicated <= N, "more dedicated slots than slots");
-        let mut rcu = Self::new();
-        let mut i = 0;
-        while i < dedicated {
-            // INVARIANT: a dedicated slot is claimed from the start and never freed, so
-            // `register` cannot take it.
-            rcu.slots[i] = Line(AtomicU32::new(CLAIMED));
-            i += 1;
+    const_fn! {
+        /// A domain whose first `dedicated` slots are reserved for [`ContextReader`]s (one
+        /// per CPU, or per interrupt priority level that reads);
+        /// [`register`](Self::register) and [`read`](Self::read) use the rest. A
+        /// `dedicated` above `N` fails at compile time in a `static`.
+        pub const fn with_dedicated(dedicated: usize) -> Self {
+            assert!(dedicated <= N, "more dedicated slots than slots");
+            let mut rcu = Self::new();
+            let mut i = 0;
+            while i < dedicated {
+                // INVARIANT: a dedicated slot is claimed from the start and never freed,
+                // so `register` cannot take it.
+                rcu.slots[i] = Line(AtomicU32::new(CLAIMED));
+                i += 1;
+            }
+            rcu
         }
-        rcu
     }
 
     /// The reader of dedicated slot `slot`, for one context: usable in a `static`.
@@ -199,9 +187,7 @@ impl<const N: usize> Rcu<N> {
     /// [`Error::NoFreeSlot`] when all `N` slots are claimed.
     pub fn register(&self) -> Result<Reader<'_, N>, Error> {
         for (i, s) in self.slots.iter().enumerate() {
-            let s = &s.0;
-            // Acquire: pairs with the Release store of 0 that freed the slot.
-            if s.load(Relaxed) == 0 && s.compare_exchange(0, CLAIMED, Acquire, Relaxed).is_ok() {
+            if ops::claim(&s.0) {
                 // INVARIANT: i < N (an index of `slots`); our exchange claimed slot i, so
                 // we are its only writer from now on; it is offline (CLAIMED).
                 return Ok(Reader {
@@ -227,8 +213,7 @@ impl<const N: usize> Rcu<N> {
     /// Takes a cookie that is done once every read section running now has ended.
     /// Never blocks. Call it after unpublishing what you will reclaim.
     pub fn start_poll(&self) -> GpCookie<'_, N> {
-        crate::sync::fence(SeqCst);
-        let g = self.gp.0.load(SeqCst);
+        let g = ops::cookie_snapshot(&self.gp.0);
         // A wait already in progress (odd g) started before us and does not count.
         // (The one-flip variant counts a grace period as one flip and one wait.)
         let steps = if mutant!(SingleFlip) {
@@ -259,6 +244,14 @@ impl<const N: usize> Rcu<N> {
             rcu: self,
             target: raw & mask(),
         }
+    }
+
+    /// The address of slot `i`'s word, which names the slot to
+    /// `mutants::set_interrupt` (test builds only).
+    #[cfg(any(loom, rcuref_mutants))]
+    #[doc(hidden)]
+    pub fn slot_addr(&self, i: usize) -> usize {
+        &self.slots[i].0 as *const AtomicU32 as usize
     }
 
     /// The raw grace-period counter (tests and diagnostics).
@@ -296,13 +289,12 @@ impl<const N: usize> Rcu<N> {
     /// Registers the caller as a driver in the half of the range `gp` is in, and returns
     /// that half and a snapshot of `gp` taken after the registration.
     fn enter(&self) -> (usize, u32) {
-        let mut g = self.gp.0.load(SeqCst);
+        let mut g = ops::counter_snapshot(&self.gp.0);
         loop {
             let h = half(g);
             #[cfg(all(rcuref_mutants, not(loom)))]
             crate::mutants::pause(crate::mutants::Point::GpEnterBeforeRegister);
-            self.stepping.0[h].fetch_add(1, SeqCst);
-            let now = self.gp.0.load(SeqCst);
+            let now = ops::register_in_half(&self.stepping.0[h], &self.gp.0);
             if half(now) == h {
                 return (h, now);
             }
@@ -311,13 +303,9 @@ impl<const N: usize> Rcu<N> {
                 return (h, now); // registered in a half the counter may have left
             }
             // `g` was from an earlier visit of that half: register again.
-            self.stepping.0[h].fetch_sub(1, SeqCst);
+            ops::leave_half(&self.stepping.0[h]);
             g = now;
         }
-    }
-
-    fn leave(&self, h: usize) {
-        self.stepping.0[h].fetch_sub(1, SeqCst);
     }
 
     /// One scan of the slots: (anyone online, anyone online with the phase before the
@@ -326,10 +314,10 @@ impl<const N: usize> Rcu<N> {
         let old = phase(g) ^ 1;
         let (mut any, mut old_online) = (false, false);
         for s in &self.slots {
-            let v = s.0.load(Acquire);
+            let v = ops::scan_slot(&s.0);
             if online(v) {
                 any = true;
-                old_online |= (v >> 1) & 1 == old;
+                old_online |= phase_of(v) == old;
             }
         }
         (any, old_online)
@@ -344,7 +332,7 @@ impl<const N: usize> Rcu<N> {
         if mutant!(WriterLock) && self.writer.swap(true, Acquire) {
             return; // the old design: someone else is advancing it
         }
-        let (mut h, mut g) = self.enter();
+        let (mut reg, mut g) = Registration::new(self);
         for _ in 0..MAX_TRIES {
             if reached(g, target) {
                 break;
@@ -359,18 +347,16 @@ impl<const N: usize> Rcu<N> {
                 // changes (twice per grace period), so readers' copies of the line stay
                 // valid otherwise; a store that lands late (its driver was stopped) only
                 // makes some wait last longer (module docs, "The phase word").
-                let want = phase(g);
-                if self.phase.0.load(Relaxed) != want && !mutant!(FrozenPhase) {
-                    self.phase.0.store(want, Relaxed);
-                }
+                ops::set_phase(&self.phase.0, phase(g));
             }
             if g & 1 == 1 || mutant!(StaleFastPath) {
                 // A wait: every reader that could hold something unpublished before this
                 // wait's flip is either seen by this scan or sees the unpublish (the fence
                 // pairing in the module docs).
-                crate::sync::fence(SeqCst);
+                ops::wait_fence();
                 // Asymmetric mode: readers have only a compiler fence; make their cores
-                // execute the barrier now (`heavy`'s module docs).
+                // execute the barrier now (`heavy`'s module docs). A heavy fence that
+                // panics leaves this call through `reg`'s drop, which leaves its half.
                 #[cfg(all(rcuref_asymmetric_fence, not(loom)))]
                 super::heavy::heavy_fence();
                 #[cfg(all(rcuref_mutants, not(loom)))]
@@ -387,43 +373,90 @@ impl<const N: usize> Rcu<N> {
                 if g & 1 == 1 && old_online {
                     #[cfg(any(loom, rcuref_mutants))]
                     if mutant!(RegistrationLeakedWhenBlocked) {
-                        self.stepping.0[h].fetch_add(1, SeqCst); // never left
+                        ops::register_in_half(&self.stepping.0[reg.half], &self.gp.0);
                     }
                     break; // a reader from before the flip is still inside
                 }
             }
             // The lap guard: never enter a half in which a stopped context still holds a
             // snapshot, which it could otherwise meet again a lap later (ABA).
-            if half(next) != h
+            if half(next) != reg.half
                 && !mutant!(NoLapGuard)
-                && self.stepping.0[half(next)].load(SeqCst) != 0
+                && ops::registered(&self.stepping.0[half(next)]) != 0
             {
                 break;
             }
-            g = match self.gp.0.compare_exchange(g, next, SeqCst, SeqCst) {
+            g = match ops::step(&self.gp.0, g, next) {
                 Ok(_) => next,
                 Err(now) => now, // another driver moved it: progress too
             };
-            if half(g) != h {
+            if half(g) != reg.half {
                 #[cfg(any(loom, rcuref_mutants))]
                 if mutant!(StaleHalfRegistration) {
                     continue; // keeps the registration in the half it has left
                 }
-                self.leave(h);
                 #[cfg(any(loom, rcuref_mutants))]
                 let stale = g;
-                (h, g) = self.enter();
+                g = reg.follow();
                 #[cfg(any(loom, rcuref_mutants))]
                 if mutant!(StaleSnapshotAfterRegister) {
                     g = stale; // registered where `enter` read, stepping from before
                 }
             }
         }
-        self.leave(h);
+        reg.finish();
         #[cfg(any(loom, rcuref_mutants))]
         if mutant!(WriterLock) {
             self.writer.store(false, Release);
         }
+    }
+}
+
+/// A driver's registration for the lap guard, in one half of the counter's range.
+///
+/// Left by [`finish`](Self::finish) when a call of `advance` ends, or by `Drop` when a
+/// panic leaves it (a heavy fence that panics, say): a driver that died inside a step
+/// must not pin its half, or the counter could never enter it again and no grace period
+/// would end after one more half-lap (the second review's finding 2).
+struct Registration<'d, const N: usize> {
+    // INVARIANT: this context is counted once in `rcu.stepping[half]`, and `half` is the
+    // half of the snapshot it steps from.
+    rcu: &'d Rcu<N>,
+    half: usize,
+}
+
+impl<'d, const N: usize> Registration<'d, N> {
+    /// Registers in the half the counter is in; returns the registration and a snapshot
+    /// of the counter taken after it (in that half).
+    fn new(rcu: &'d Rcu<N>) -> (Self, u32) {
+        let (half, g) = rcu.enter();
+        (Registration { rcu, half }, g)
+    }
+
+    /// The counter moved to the other half: leave this one, register there, and return a
+    /// fresh snapshot (in the half registered in).
+    fn follow(&mut self) -> u32 {
+        ops::leave_half(&self.rcu.stepping.0[self.half]);
+        let (half, g) = self.rcu.enter();
+        self.half = half;
+        g
+    }
+
+    /// Leaves the half: the end of a call.
+    fn finish(self) {
+        let me = core::mem::ManuallyDrop::new(self);
+        ops::leave_half(&me.rcu.stepping.0[me.half]);
+    }
+}
+
+impl<const N: usize> Drop for Registration<'_, N> {
+    /// Only reached when a panic unwinds out of a step (`finish` ends every call that
+    /// returns).
+    fn drop(&mut self) {
+        if mutant!(RegistrationKeptOnPanic) {
+            return;
+        }
+        ops::leave_half(&self.rcu.stepping.0[self.half]);
     }
 }
 
@@ -460,7 +493,7 @@ impl<'d, const N: usize> GpCookie<'d, N> {
     pub fn is_done(&self) -> bool {
         // Acquire: pairs with the step that completed the grace period, which acquired
         // every reader's exit, so those sections happen before what the caller does next.
-        reached(self.rcu.gp.0.load(Acquire), self.target)
+        reached(ops::counter_acquire(&self.rcu.gp.0), self.target)
     }
 
     /// Whether the grace period has ended. Never blocks: if it has not, it advances the
@@ -577,33 +610,26 @@ impl<'d, const N: usize> At<'d, N> {
         unsafe { &self.rcu.slots.get_unchecked(self.slot).0 }
     }
 
-    /// Enters a read section or nests in the current one.
+    /// Enters a read section or nests in the current one. `in_context`: a
+    /// `ContextReader`, on whose slot interrupt handlers nest, so a nested lock may have
+    /// interrupted the outermost one between its store and its fence, and fences too.
     #[inline(always)]
-    fn enter(&self) {
+    fn enter(&self, in_context: bool) {
         let slot = self.word();
         // By the type invariant nobody else writes the slot (an interrupt handler that
         // nests on it restores it before the code it interrupted resumes): load + store
         // is exact.
-        let v = slot.load(Relaxed);
+        let v = ops::own_slot(slot);
+        interrupt_point!(LockAfterLoad, slot);
         if !online(v) {
-            // Any value is safe here (module docs, "The phase word").
-            let p = self.rcu.phase.0.load(Relaxed);
-            let entered = CLAIMED | p << 1 | ONE_LEVEL;
-            if mutant!(RelaxedLockStore) {
-                slot.store(entered, Relaxed);
-            } else {
-                // Release, like every store to a slot: a scan that reads this value
-                // (rather than the previous section's unlock) must still synchronise with
-                // everything before it, the previous section's reads included. A relaxed
-                // store would end the unlock's release sequence.
-                crate::sync::reader_release_store(slot, entered);
-            }
-            if !mutant!(NoReaderFence) {
-                crate::sync::reader_fence();
-            }
+            ops::lock_outer(slot, &self.rcu.phase.0);
             open_sections::entered(self.rcu.section_key());
         } else if v < STICKY {
-            crate::sync::reader_release_store(slot, v + ONE_LEVEL);
+            if in_context {
+                ops::lock_nested_in_context(slot, v);
+            } else {
+                ops::lock_nested(slot, v);
+            }
         }
     }
 
@@ -611,13 +637,14 @@ impl<'d, const N: usize> At<'d, N> {
     #[inline(always)]
     fn leave(&self) {
         let slot = self.word();
-        let v = slot.load(Relaxed);
+        let v = ops::own_slot(slot);
+        interrupt_point!(UnlockAfterLoad, slot);
         if v < 2 * ONE_LEVEL || mutant!(NestingIgnored) {
             // Outermost: the section's loads happen before a writer's Acquire sees it.
-            crate::sync::reader_release_store(slot, CLAIMED);
+            ops::unlock(slot, CLAIMED);
             open_sections::left(self.rcu.section_key());
         } else if v < STICKY {
-            crate::sync::reader_release_store(slot, v - ONE_LEVEL);
+            ops::unlock(slot, v - ONE_LEVEL);
         }
     }
 
@@ -750,11 +777,11 @@ impl<const N: usize> Iterator for Holdouts<'_, N> {
             let slot = self.next;
             self.next += 1;
             let v = self.rcu.slots[slot].0.load(Relaxed);
-            if online(v) && (v >> 1) & 1 == self.waits_for {
+            if online(v) && phase_of(v) == self.waits_for {
                 return Some(Holdout {
                     slot,
                     nesting: v / ONE_LEVEL,
-                    phase: (v >> 1) & 1,
+                    phase: phase_of(v),
                 });
             }
         }
@@ -778,6 +805,12 @@ impl<const N: usize> Clone for Holdouts<'_, N> {
 /// A registered reader: owns one slot of its domain. Not `Send`/`Sync`: one context
 /// (thread, hart, interrupt level) uses it, which is what lets the read side use plain
 /// loads and stores.
+///
+/// Its nested locks have no fence: the context that nests has executed the outermost
+/// lock's fence before, in program order. So a `Reader` must not be used from an
+/// interrupt or signal handler that can preempt its own context (it is neither `Send`
+/// nor `Sync`, so safe code cannot put it where one could reach it): handlers use a
+/// [`ContextReader`] or [`Rcu::read`].
 pub struct Reader<'d, const N: usize> {
     // INVARIANT: `at.slot < N`, and `self` claimed that slot, so it is its only writer.
     at: At<'d, N>,
@@ -789,7 +822,7 @@ impl<'d, const N: usize> Reader<'d, N> {
     /// outermost guard is dropped.
     #[inline]
     pub fn lock(&self) -> Guard<'_, 'd, N> {
-        self.at.enter();
+        self.at.enter(false);
         Guard {
             at: &self.at,
             _not_send: PhantomData,
@@ -864,7 +897,9 @@ impl<'d, const N: usize> Reader<'d, N> {
 impl<const N: usize> Drop for Reader<'_, N> {
     fn drop(&mut self) {
         let slot = self.at.word();
-        if online(slot.load(Relaxed)) {
+        let v = ops::own_slot(slot);
+        interrupt_point!(DropAfterLoad, slot);
+        if online(v) {
             // A guard was leaked (`mem::forget`). Guards borrow the reader, so none is
             // alive now, and every reference read under the leaked one was bounded by a
             // borrow of the reader that has ended: ending the section is sound, and
@@ -872,7 +907,7 @@ impl<const N: usize> Drop for Reader<'_, N> {
             open_sections::left(self.at.rcu.section_key());
         }
         // Ends any (leaked) section and frees the slot in one Release store.
-        crate::sync::reader_release_store(slot, 0);
+        ops::release(slot);
     }
 }
 
@@ -896,6 +931,14 @@ impl<const N: usize> core::fmt::Debug for Reader<'_, N> {
 /// load-then-store of the slot cannot lose the handler's update). The handler's section
 /// lies inside the interrupted one, or is a section of its own if none was open.
 ///
+/// A nested lock therefore runs a full fence after its store, like the outermost one: a
+/// handler may have interrupted the outermost lock between its store and its fence (a
+/// trap is not a fence), and its loads must not be performed before the announcement is
+/// visible to another core's scan. This costs a nested lock a fence on multi-core
+/// builds (none with `--cfg rcuref_unsafe_assume_single_core` or in the asymmetric-fence
+/// mode); checked by the loom models in `tests/loom_interrupts.rs` with a handler at
+/// every gap of the read side, and by the litmus suite (`litmus/`).
+///
 /// Obtained only through the `unsafe` [`Rcu::context_reader`], whose contract is what
 /// makes this sound.
 #[derive(Clone, Copy)]
@@ -918,7 +961,7 @@ impl<'d, const N: usize> ContextReader<'d, N> {
     /// interrupted one included). The section ends when the outermost guard is dropped.
     #[inline]
     pub fn lock(&self) -> Guard<'_, 'd, N> {
-        self.at.enter();
+        self.at.enter(true);
         Guard {
             at: &self.at,
             _not_send: PhantomData,

@@ -195,11 +195,12 @@
 //! the slot-claiming compare-exchange (in [`Rcu::register`]) comes from
 //! portable-atomic's critical-section or single-core mode, which the binary picks.
 
-mod cell;
+pub(crate) mod cell;
 mod defer;
 mod domain;
 pub mod heavy;
-mod value;
+pub(crate) mod ops;
+pub(crate) mod value;
 pub mod wait;
 
 pub use cell::{RcuCell, Retired};

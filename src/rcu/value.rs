@@ -100,7 +100,7 @@ impl<'d, T, const K: usize, const N: usize> RcuValue<'d, T, K, N> {
         if !core::ptr::eq(guard.domain(), self.rcu) {
             return Err(Error::OtherDomain);
         }
-        let i = self.current.load(Ordering::Acquire) as usize;
+        let i = load_current(&self.current) as usize;
         // SAFETY: by the type invariant `bufs[i]` holds the published value, which is not
         // dropped or rewritten before a grace period that this section (same domain,
         // checked above) holds up; the reference lives no longer than the section.
@@ -244,13 +244,26 @@ impl<'d, T, const K: usize, const N: usize> RcuValue<'d, T, K, N> {
         // SAFETY: buffer `i` is empty and not current, and we hold `writing`: nobody else
         // reads or writes it.
         unsafe { (*self.bufs[i].get()).write(value) };
-        let old = self.current.swap(i as u32, Ordering::AcqRel) as usize;
+        let old = publish_index(&self.current, i as u32) as usize;
         let cookie = self.rcu.start_poll(); // after the unpublish (the swap)
         let st = self.state();
         st[i] = Buf::Current;
         // INVARIANT: retired until a grace period that starts after its unpublish.
         st[old] = Buf::Retired(cookie.into_raw());
     }
+}
+
+/// A reader's load of the published buffer's index: `Acquire`, pairing with
+/// `publish_index` (litmus: `rcuvalue-publish`).
+#[inline(always)]
+pub(crate) fn load_current(current: &AtomicU32) -> u32 {
+    current.load(Ordering::Acquire)
+}
+
+/// A writer's publish of a written buffer: an `AcqRel` swap of the index.
+#[inline(always)]
+pub(crate) fn publish_index(current: &AtomicU32, i: u32) -> u32 {
+    current.swap(i, Ordering::AcqRel)
 }
 
 impl<T, const K: usize, const N: usize> Drop for RcuValue<'_, T, K, N> {

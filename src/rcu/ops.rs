@@ -1,0 +1,212 @@
+//! Every memory operation of the read side and of a grace-period step, one function per
+//! path, and the slot word's encoding.
+//!
+//! Each function here is one straight-line path of atomic accesses and fences (a
+//! conditional at most skips its tail), always inlined into its callers. They are the
+//! units the litmus suite reasons about (`litmus/README.md`): `cargo xtask litmus`
+//! compiles each for every instruction set we ship (through `crate::code_probe`), reads
+//! its loads, stores, read-modify-writes and barriers out of the object code, and fails
+//! when they differ from the instructions of the assembly litmus tests that herd7
+//! checked. A comment on each function names the tests that depend on it.
+//!
+//! Interrupt points (`interrupt_point!`) mark the gaps between the operations where an
+//! interrupt handler can nest on the slot; test builds can run a handler in each.
+
+use crate::sync::Ordering::{Acquire, Relaxed, SeqCst};
+use crate::sync::{fence, AtomicU32};
+
+// A slot word: bit 0 = claimed by a `Reader` (or dedicated), bit 1 = the phase its
+// section saw, bits 2.. = nesting depth (0: offline). 0 = free.
+pub(crate) const CLAIMED: u32 = 1;
+pub(crate) const ONE_LEVEL: u32 = 4;
+/// A nesting count this high (2^30 leaked guards) sticks: neither lock nor unlock moves
+/// it, so the section never ends instead of wrapping to "offline" under live references.
+pub(crate) const STICKY: u32 = 0xFFFF_FFF0;
+
+/// Whether slot word `v` is in a read section.
+#[inline(always)]
+pub(crate) const fn online(v: u32) -> bool {
+    v >= ONE_LEVEL
+}
+
+/// The slot word of an outermost section that recorded phase `p`.
+#[inline(always)]
+pub(crate) const fn entered(p: u32) -> u32 {
+    CLAIMED | (p & 1) << 1 | ONE_LEVEL
+}
+
+/// The phase a slot word's section recorded.
+#[inline(always)]
+pub(crate) const fn phase_of(v: u32) -> u32 {
+    (v >> 1) & 1
+}
+
+/// A reader's look at its own slot (only its owner writes it; an interrupt handler that
+/// nests on it restores it before the interrupted code resumes, so this load and the
+/// store that follows it are exact).
+#[inline(always)]
+pub(crate) fn own_slot(slot: &AtomicU32) -> u32 {
+    slot.load(Relaxed)
+}
+
+/// The outermost lock: record the phase, announce the section, then a full fence before
+/// the section's loads (litmus: `rcu-lock-vs-wait`, `rcu-phase-word`,
+/// `rcu-cookie-vs-flip`, `rcu-irq-in-lock-*`).
+///
+/// The fence pairs with the wait step's fence (`wait_fence`): either the scan sees this
+/// store, or this section's loads see whatever was unpublished before the wait began.
+#[inline(always)]
+pub(crate) fn lock_outer(slot: &AtomicU32, phase: &AtomicU32) {
+    // Any value is safe here (module docs, "The phase word").
+    let p = phase.load(Relaxed);
+    interrupt_point!(LockAfterPhase, slot);
+    if mutant!(RelaxedLockStore) {
+        slot.store(entered(p), Relaxed);
+    } else {
+        // Release, like every store to a slot: a scan that reads this value (rather than
+        // the previous section's unlock) must still synchronise with everything before
+        // it, the previous section's reads included (litmus: `rcu-release-sequence`).
+        crate::sync::reader_release_store(slot, entered(p));
+    }
+    interrupt_point!(LockAfterStore, slot);
+    if !mutant!(NoReaderFence) {
+        crate::sync::reader_fence();
+    }
+    interrupt_point!(LockAfterFence, slot);
+}
+
+/// A nested lock of a `Reader`: one level deeper. Its context executed the outermost
+/// lock's fence before it, in program order, so its loads are already ordered after the
+/// announcement.
+#[inline(always)]
+pub(crate) fn lock_nested(slot: &AtomicU32, v: u32) {
+    crate::sync::reader_release_store(slot, v + ONE_LEVEL);
+    interrupt_point!(NestedAfterStore, slot);
+    interrupt_point!(NestedAfterFence, slot);
+}
+
+/// A nested lock of a `ContextReader`: one level deeper, **then a full fence**. An
+/// interrupt handler may nest here having interrupted the outermost lock between its
+/// store and its fence (a trap is not a fence): without this fence its loads could be
+/// performed before the announcement is visible to another core's scan, which would
+/// then miss the slot and free what the handler reads (the second review's finding 1;
+/// litmus: `rcu-irq-in-lock-after-store` and its twin without the fence).
+#[inline(always)]
+pub(crate) fn lock_nested_in_context(slot: &AtomicU32, v: u32) {
+    crate::sync::reader_release_store(slot, v + ONE_LEVEL);
+    interrupt_point!(NestedAfterStore, slot);
+    if !mutant!(NestedWithoutFence) {
+        crate::sync::reader_fence();
+    }
+    interrupt_point!(NestedAfterFence, slot);
+}
+
+/// An unlock, outermost (`v` is the slot word `CLAIMED`) or one level (`v` is the word
+/// one level shallower): a `Release` store, so the section's loads happen before a scan
+/// that reads it (litmus: `rcu-unlock-vs-reclaim`, `rcu-unlock-vs-reclaim-by-cookie`).
+#[inline(always)]
+pub(crate) fn unlock(slot: &AtomicU32, v: u32) {
+    crate::sync::reader_release_store(slot, v);
+    interrupt_point!(UnlockAfterStore, slot);
+}
+
+/// `Rcu::register`'s claim of a free slot: a relaxed look, then a compare-exchange from
+/// 0 to `CLAIMED` with `Acquire`, which pairs with the `Release` store of 0 that freed
+/// the slot (litmus: `rcu-irq-claim`).
+#[inline(always)]
+pub(crate) fn claim(slot: &AtomicU32) -> bool {
+    if slot.load(Relaxed) != 0 {
+        return false;
+    }
+    interrupt_point!(ClaimAfterLoad, slot);
+    let won = slot.compare_exchange(0, CLAIMED, Acquire, Relaxed).is_ok();
+    if won {
+        interrupt_point!(ClaimAfterExchange, slot);
+    }
+    won
+}
+
+/// A `Reader`'s drop: ends any leaked section and frees the slot in one `Release` store
+/// (litmus: `rcu-irq-release`).
+#[inline(always)]
+pub(crate) fn release(slot: &AtomicU32) {
+    crate::sync::reader_release_store(slot, 0);
+    interrupt_point!(DropAfterStore, slot);
+}
+
+/// A cookie: the caller's unpublish, a full fence, then the counter (`SeqCst`). The
+/// fence orders the unpublish before the counter's value that decides which waits count
+/// (litmus: `rcu-cookie-vs-flip`).
+#[inline(always)]
+pub(crate) fn cookie_snapshot(gp: &AtomicU32) -> u32 {
+    fence(SeqCst);
+    gp.load(SeqCst)
+}
+
+/// Whether a cookie is done: an `Acquire` load of the counter, which reads the step that
+/// completed the grace period, so the readers' sections that step waited for happen
+/// before what the caller does next (litmus: `rcu-unlock-vs-reclaim-by-cookie`).
+#[inline(always)]
+pub(crate) fn counter_acquire(gp: &AtomicU32) -> u32 {
+    gp.load(Acquire)
+}
+
+/// A driver's first look at the counter (`SeqCst`, like every access of the lap guard).
+#[inline(always)]
+pub(crate) fn counter_snapshot(gp: &AtomicU32) -> u32 {
+    gp.load(SeqCst)
+}
+
+/// The lap guard's registration in one half, and the counter read again after it; both
+/// `SeqCst`: with the step's `lap_check` and exchange they form a store-buffering pair,
+/// so either the registration is seen or this read sees the counter that left the half
+/// (litmus: `rcu-lap-guard`; on AArch64 this needs `LDAR`, never `LDAPR`).
+#[inline(always)]
+pub(crate) fn register_in_half(stepping: &AtomicU32, gp: &AtomicU32) -> u32 {
+    stepping.fetch_add(1, SeqCst);
+    gp.load(SeqCst)
+}
+
+/// Leaves the half registered in.
+#[inline(always)]
+pub(crate) fn leave_half(stepping: &AtomicU32) {
+    stepping.fetch_sub(1, SeqCst);
+}
+
+/// Whether any driver is registered in a half (`SeqCst`, before the exchange that would
+/// enter it).
+#[inline(always)]
+pub(crate) fn registered(stepping: &AtomicU32) -> u32 {
+    stepping.load(SeqCst)
+}
+
+/// One step of the counter: a compare-exchange from the value the step was decided on
+/// (`SeqCst`: it orders the scan before it, and the next step's loads after it).
+#[inline(always)]
+pub(crate) fn step(gp: &AtomicU32, from: u32, to: u32) -> Result<u32, u32> {
+    gp.compare_exchange(from, to, SeqCst, SeqCst)
+}
+
+/// A flip's update of the phase word: written only when it changes. Relaxed: nothing
+/// about safety depends on the value (module docs, "The phase word"; litmus:
+/// `rcu-phase-word`, where readers may record either value).
+#[inline(always)]
+pub(crate) fn set_phase(phase: &AtomicU32, want: u32) {
+    if phase.load(Relaxed) != want && !mutant!(FrozenPhase) {
+        phase.store(want, Relaxed);
+    }
+}
+
+/// The full fence of a wait step, before its scan: the other half of the reader's
+/// lock fence (litmus: `rcu-lock-vs-wait`).
+#[inline(always)]
+pub(crate) fn wait_fence() {
+    fence(SeqCst);
+}
+
+/// One slot, as a wait step's scan reads it: `Acquire`, pairing with the reader's
+/// `Release` stores (litmus: `rcu-unlock-vs-reclaim`, `rcu-release-sequence`).
+#[inline(always)]
+pub(crate) fn scan_slot(slot: &AtomicU32) -> u32 {
+    slot.load(Acquire)
+}
