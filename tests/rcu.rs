@@ -85,6 +85,11 @@ fn defer_queue_is_bounded() {
 }
 
 #[test]
+fn dropping_a_queue_never_drops_a_waiting_value() {
+    cases::dropping_a_queue_never_drops_a_waiting_value();
+}
+
+#[test]
 fn cell_publish_and_reclaim() {
     cases::cell_publish_and_reclaim();
 }

@@ -2,6 +2,7 @@
 
 use super::domain::{forever, Rcu, Reader};
 use crate::error::{Error, Refused};
+use core::future::Future;
 use core::mem::ManuallyDrop;
 
 /// A fixed-capacity FIFO of retired values of one domain, each released (handed to a
@@ -16,10 +17,16 @@ use core::mem::ManuallyDrop;
 /// The queue is bound to its domain when it is created, so values can only ever be
 /// released after grace periods of the domain whose readers may see them.
 ///
-/// **Panics in callbacks.** A `reclaim` that panics has already been handed its value
-/// and the queue has moved past it; the rest stay queued. A `wait` hook that panics in
-/// [`defer_or_wait`](Self::defer_or_wait) leaks the value being deferred (it is never
-/// dropped before its grace period).
+/// **A value is never dropped before its grace period**, on any path:
+///
+/// * A `reclaim` that panics has already been handed its value and the queue has moved
+///   past it; the rest stay queued.
+/// * A panic while a value is being deferred ([`defer_or_wait`](Self::defer_or_wait) or
+///   [`defer_async`](Self::defer_async) running a `reclaim` of older values or a `wait`
+///   hook) leaks that value; so does dropping `defer_async`'s future before it is done.
+/// * Dropping the queue (or unwinding past it) drops the values whose grace period has
+///   already ended and **leaks the others** (they are forgotten, never dropped). Call
+///   [`barrier`](Self::barrier) first to release everything.
 pub struct DeferQueue<'d, T, const M: usize, const N: usize> {
     // INVARIANT: `items[(head + k) % M]` is `Some` exactly for `k < len`, and targets are
     // in the order they were taken from `rcu`, so the front is always the oldest.
@@ -116,9 +123,22 @@ impl<'d, T, const M: usize, const N: usize> DeferQueue<'d, T, M, N> {
         n
     }
 
+    /// The cookie whose grace period frees a place: the oldest value's; with no places
+    /// at all (`M == 0`), a grace period that starts now, which covers the value being
+    /// deferred (its caller unpublished it before the call).
+    fn cookie_for_room(&self) -> u32 {
+        match self.items[..].get(self.head).and_then(Option::as_ref) {
+            Some(&(target, _)) => target,
+            None => self.rcu.start_poll().into_raw(),
+        }
+    }
+
     /// Defers `value`; if the queue is full, first waits (through `reader`, calling
     /// `wait` between attempts) until the oldest value can be released. A queue of
     /// capacity 0 waits for a grace period and releases `value` at once.
+    ///
+    /// If `reclaim` or `wait` panics, `value` is leaked: it is never dropped before its
+    /// grace period.
     ///
     /// # Errors
     /// [`Refused`] with the value back, without waiting: [`Error::OtherDomain`] if
@@ -135,32 +155,19 @@ impl<'d, T, const M: usize, const N: usize> DeferQueue<'d, T, M, N> {
         if !core::ptr::eq(reader.domain(), self.rcu) {
             return Err(Refused::new(Error::OtherDomain, value));
         }
+        // User code runs from here on (a `reclaim` of older values, the wait hook), and
+        // `value` has no grace period yet: a panic must leak it, never drop it.
+        let value = Unpublished::new(value);
         if self.is_full() && self.collect(&mut reclaim) == 0 {
             if let Err(e) = reader.check_can_wait() {
-                return Err(Refused::new(e, value));
+                return Err(Refused::new(e, value.into_inner()));
             }
-            // The oldest entry's grace period frees a place; with no places at all, a
-            // grace period that starts now covers `value` itself. If `wait` panics, the
-            // value is leaked rather than dropped before its grace period.
-            let cookie = match self.items[..].get(self.head).and_then(Option::as_ref) {
-                Some(&(target, _)) => self.rcu.cookie_from_raw(target),
-                None => self.rcu.start_poll(),
-            };
-            let value = ManuallyDrop::new(value);
+            let cookie = self.rcu.cookie_from_raw(self.cookie_for_room());
             // Cannot fail: same domain (checked above), allowed to wait (checked above).
             let _ = reader.wait_for(cookie, forever(wait));
-            let value = ManuallyDrop::into_inner(value);
             self.collect(&mut reclaim);
-            if let Err(r) = self.defer(value) {
-                // Still no room (only with `M == 0`): the grace period we waited for
-                // started after the caller unpublished the value, so it is released now.
-                reclaim(r.value);
-            }
-            return Ok(());
         }
-        if let Err(r) = self.defer(value) {
-            reclaim(r.value); // unreachable: not full, or just collected one
-        }
+        self.defer_after_room(value, reclaim);
         Ok(())
     }
 
@@ -169,25 +176,38 @@ impl<'d, T, const M: usize, const N: usize> DeferQueue<'d, T, M, N> {
     /// [`GpCookie::wait`](super::GpCookie::wait) for how it waits). A queue of capacity 0
     /// awaits a grace period and releases `value` at once. Never from a task that holds a
     /// guard of the same domain.
-    pub async fn defer_async(&mut self, value: T, mut reclaim: impl FnMut(T)) {
-        if self.is_full() && self.collect(&mut reclaim) == 0 {
-            let cookie = match self.items[..].get(self.head).and_then(Option::as_ref) {
-                Some(&(target, _)) => self.rcu.cookie_from_raw(target),
-                None => self.rcu.start_poll(),
-            };
-            // If the task is dropped while waiting, the value is leaked rather than
-            // dropped before its grace period.
-            let value = ManuallyDrop::new(value);
-            cookie.wait().await;
-            let value = ManuallyDrop::into_inner(value);
-            self.collect(&mut reclaim);
-            if let Err(r) = self.defer(value) {
-                reclaim(r.value); // M == 0: the grace period we awaited covers it
+    ///
+    /// `value` is taken at the call: if the future is dropped before it completes, or
+    /// `reclaim` panics, `value` is leaked, never dropped before its grace period.
+    pub fn defer_async<'q, R: FnMut(T) + 'q>(
+        &'q mut self,
+        value: T,
+        mut reclaim: R,
+    ) -> impl Future<Output = ()> + use<'q, 'd, T, R, M, N>
+    where
+        T: 'q,
+    {
+        // Taken into the guard now, before the future exists: an `async fn` would hold the
+        // plain value in its state, and dropping the future unpolled would drop it.
+        let value = Unpublished::new(value);
+        async move {
+            if self.is_full() && self.collect(&mut reclaim) == 0 {
+                self.rcu
+                    .cookie_from_raw(self.cookie_for_room())
+                    .wait()
+                    .await;
+                self.collect(&mut reclaim);
             }
-            return;
+            self.defer_after_room(value, reclaim);
         }
-        if let Err(r) = self.defer(value) {
-            reclaim(r.value); // unreachable: not full, or just collected one
+    }
+
+    /// Defers `value` once a grace period has made room (or the queue had room), and
+    /// hands it to `reclaim` at once when there is still none: only with `M == 0`, where
+    /// the grace period just waited for started after the caller unpublished it.
+    fn defer_after_room(&mut self, value: Unpublished<T>, mut reclaim: impl FnMut(T)) {
+        if let Err(r) = self.defer(value.into_inner()) {
+            reclaim(r.value);
         }
     }
 
@@ -216,6 +236,56 @@ impl<'d, T, const M: usize, const N: usize> DeferQueue<'d, T, M, N> {
             reader.wait_for(self.rcu.cookie_from_raw(target), forever(wait))?;
         }
         Ok(self.collect(reclaim))
+    }
+}
+
+impl<T, const M: usize, const N: usize> Drop for DeferQueue<'_, T, M, N> {
+    /// Drops the values whose grace period has already ended (without advancing grace
+    /// periods) and leaks the others: a value is never dropped before its grace period.
+    fn drop(&mut self) {
+        if mutant!(QueueDropsPending) {
+            return; // the old behaviour: the items' own drop glue drops them all
+        }
+        // First forget every value still waiting, so that nothing a panicking `T::drop`
+        // leaves to the drop glue below can be one of them; then drop the rest.
+        let mut i = self.head;
+        for _ in 0..self.len {
+            if let Some(&(target, _)) = self.items[i].as_ref() {
+                if !self.rcu.cookie_from_raw(target).is_done() {
+                    core::mem::forget(self.items[i].take());
+                }
+            }
+            i = Self::next(i);
+        }
+        // `items` now holds only values whose grace period has ended: its drop glue
+        // drops them, oldest or not (the order of drops is not part of the contract).
+    }
+}
+
+/// A value being deferred: unpublished by the caller, without a grace period yet. If it
+/// is dropped (a panic in user code unwinding past it, a future dropped before it
+/// completes), the value is leaked, not dropped.
+struct Unpublished<T>(ManuallyDrop<T>);
+
+impl<T> Unpublished<T> {
+    fn new(value: T) -> Self {
+        Unpublished(ManuallyDrop::new(value))
+    }
+
+    fn into_inner(self) -> T {
+        let mut me = ManuallyDrop::new(self);
+        // SAFETY: `me` is never used or dropped again, so the value is taken exactly once.
+        unsafe { ManuallyDrop::take(&mut me.0) }
+    }
+}
+
+impl<T> Drop for Unpublished<T> {
+    fn drop(&mut self) {
+        if mutant!(DeferDropsOnPanic) {
+            // The old behaviour: the value was a plain local, dropped by the unwinding.
+            // SAFETY: dropped once, here; `self` is not used afterwards.
+            unsafe { ManuallyDrop::drop(&mut self.0) };
+        }
     }
 }
 

@@ -264,6 +264,46 @@ pub fn defer_queue_is_bounded() {
     );
 }
 
+/// Dropping a queue (the second review's finding 3): values whose grace period has ended
+/// are dropped, values still waiting are leaked, never dropped early, here with a reader
+/// inside a section that started before they were deferred.
+pub fn dropping_a_queue_never_drops_a_waiting_value() {
+    static RCU: Rcu<2> = Rcu::new();
+    static DROPPED: [AtomicBool; 4] = [const { AtomicBool::new(false) }; 4];
+    struct V(usize);
+    impl Drop for V {
+        fn drop(&mut self) {
+            DROPPED[self.0].store(true, Relaxed);
+        }
+    }
+    let reader = RCU.register().unwrap();
+    let mut writer = RCU.register().unwrap();
+    {
+        let mut q: DeferQueue<V, 4, 2> = DeferQueue::new(&RCU);
+        assert!(q.defer(V(0)).is_ok() && q.defer(V(1)).is_ok());
+        writer.synchronize(|| ()).unwrap(); // 0 and 1 are done now
+        let inside = reader.lock();
+        assert!(q.defer(V(2)).is_ok() && q.defer(V(3)).is_ok());
+        drop(q); // with the reader still inside
+        for (i, d) in DROPPED.iter().enumerate().skip(2) {
+            assert!(
+                !d.load(Relaxed),
+                "value {} dropped before its grace period",
+                i
+            );
+        }
+        drop(inside);
+    }
+    assert!(
+        DROPPED[0].load(Relaxed) && DROPPED[1].load(Relaxed),
+        "done values not dropped"
+    );
+    writer.synchronize(|| ()).unwrap();
+    for d in &DROPPED[2..] {
+        assert!(!d.load(Relaxed), "a leaked value was dropped later");
+    }
+}
+
 /// RcuCell: readers see the published value; a retired value comes back only after
 /// the readers that could see it have left.
 pub fn cell_publish_and_reclaim() {
