@@ -27,12 +27,12 @@ fn zone_matrix_64() {
 
 #[test]
 fn no_resurrection_32() {
-    cases::no_resurrection_32(n(200_000));
+    cases::no_resurrection_32(FileRef32::from_raw, n(200_000));
 }
 
 #[test]
 fn no_resurrection_64() {
-    cases::no_resurrection_64(n(200_000));
+    cases::no_resurrection_64(FileRef64::from_raw, n(200_000));
 }
 
 #[test]
@@ -90,6 +90,61 @@ fn debug_names_the_zone() {
     assert!(show(FileRef32::from_raw(FileRef32::RELEASED - 1)).contains("\"saturated\""));
     assert!(show(FileRef32::from_raw(FileRef32::RELEASED)).contains("\"dead\""));
     assert!(show(FileRef32::from_raw(FileRef32::NOREF - 1)).contains("\"dead\""));
-    assert!(show(FileRef32::from_raw(FileRef32::NOREF)).contains("\"noref\""));
+    // A stored NOREF is dead (no put in flight will finish it); the transient state
+    // itself is named "noref" (made exactly, test builds only).
+    assert!(show(FileRef32::from_raw(FileRef32::NOREF)).contains("\"dead\""));
+    #[cfg(rcuref_mutants)]
+    assert!(show(FileRef32::from_raw_verbatim(FileRef32::NOREF)).contains("\"noref\""));
     assert!(format!("{:?}", FileRef64::new(0)).contains("\"dead\""));
+}
+
+/// The states a count holds only in flight, made exactly (test builds only): one more
+/// operation from each keeps its zone; failed gets started just below the wrap never
+/// revive a count.
+#[cfg(rcuref_mutants)]
+#[test]
+fn transient_states_keep_their_zone() {
+    cases::transients_32(FileRef32::from_raw_verbatim);
+    cases::transients_64(FileRef64::from_raw_verbatim);
+    cases::no_resurrection_32(FileRef32::from_raw_verbatim, n(200_000));
+    cases::no_resurrection_64(FileRef64::from_raw_verbatim, n(200_000));
+}
+
+/// The second review's finding 4, as it was: with `from_raw` keeping zone edges
+/// verbatim, the zone matrix of counts at rest fails (one get makes a saturated count
+/// dead, one put makes it live, a stored NOREF is revived). The matrix must catch it.
+#[cfg(rcuref_mutants)]
+#[test]
+fn negative_control_verbatim_from_raw_breaks_the_zones() {
+    /// (raw, op, what the zone says it returns, raw the zone says it leaves)
+    type Row = (u32, fn(&FileRef32) -> bool, bool, u32);
+    let edges_32: &[Row] = &[
+        (
+            FileRef32::RELEASED - 1,
+            |r| r.get(),
+            true,
+            FileRef32::SATURATED,
+        ),
+        (
+            FileRef32::MAXREF + 1,
+            |r| r.put(),
+            false,
+            FileRef32::SATURATED,
+        ),
+        (FileRef32::NOREF, |r| r.get(), false, FileRef32::DEAD),
+    ];
+    for &(raw, op, want, after) in edges_32 {
+        let fixed = FileRef32::from_raw(raw);
+        assert_eq!(
+            (op(&fixed), fixed.raw()),
+            (want, after),
+            "from_raw({raw:#x})"
+        );
+        let old = FileRef32::from_raw_verbatim(raw);
+        assert_ne!(
+            (op(&old), old.raw()),
+            (want, after),
+            "a verbatim from_raw({raw:#x}) behaved as its zone says: the check cannot fail"
+        );
+    }
 }

@@ -289,3 +289,38 @@ fn init_publishes_fields_to_get() {
 fn catches_relaxed_get() {
     must_catch(Mutant::GetRelaxed, publish);
 }
+
+/// The second review's finding 4, racing: two gets on a count made with
+/// `from_raw(NOREF - 1)` (a dead value, `is_dead()` says so). With `from_raw` keeping the
+/// edge, the first get lands on NOREF and, before its repair, the second lands on ONEREF
+/// and succeeds: a dead count revived. `from_raw` stores it as DEAD, so neither can.
+fn racing_gets_on_a_dead_edge(make: fn(u32) -> FileRef32) {
+    model(3, move || {
+        let r = Arc::new(make(FileRef32::NOREF - 1));
+        assert!(r.is_dead());
+        let r2 = r.clone();
+        let t = thread::spawn(move || r2.get());
+        let mine = r.get();
+        let theirs = t.join().unwrap();
+        assert!(!mine && !theirs, "a get revived a dead count");
+        assert!(r.is_dead(), "the count left the dead zone");
+    });
+}
+
+#[test]
+fn racing_gets_never_revive_a_dead_edge() {
+    racing_gets_on_a_dead_edge(FileRef32::from_raw);
+}
+
+#[test]
+fn catches_racing_gets_reviving_a_verbatim_dead_edge() {
+    let caught =
+        std::panic::catch_unwind(|| racing_gets_on_a_dead_edge(FileRef32::from_raw_verbatim));
+    let msg = caught.expect_err("the model did not catch gets reviving a verbatim NOREF - 1");
+    let msg = msg
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| msg.downcast_ref::<&str>().copied())
+        .unwrap_or("");
+    assert!(msg.contains("revived"), "caught for another reason: {msg}");
+}

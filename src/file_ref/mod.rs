@@ -134,7 +134,7 @@
 //! counter whose lock the interrupted code holds deadlocks.
 
 #[macro_use]
-mod zoned;
+pub(crate) mod zoned;
 
 use crate::sync::AtomicU32;
 #[cfg(any(target_has_atomic = "64", feature = "critical-section"))]

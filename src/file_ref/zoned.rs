@@ -108,7 +108,29 @@ pub(crate) const fn raw_for(refs: u64, maxref: u64, saturated: u64, dead: u64) -
     }
 }
 
-/// `init`: the count published last, with `Release`.
+/// What `from_raw` stores for `raw` (computed in `u64` for either width): a value of the
+/// valid zone as it is, any value of the saturation zone as SATURATED, any value of the
+/// dead zone (NOREF included) as DEAD. Every zone's edge is then at least 2^29 adds (on
+/// 32 bits) away, so one add, or one put, can never carry the count into the next zone
+/// (the second review's finding 4). NOREF means "a put is finishing": a count made from
+/// it has no put that will finish, so it is dead.
+pub(crate) const fn normalized(
+    raw: u64,
+    maxref: u64,
+    released: u64,
+    saturated: u64,
+    dead: u64,
+) -> u64 {
+    if raw <= maxref {
+        raw
+    } else if raw < released {
+        saturated
+    } else {
+        dead
+    }
+}
+
+/// `init`: the count published last, with `Release` (litmus: `pool-init-then-publish`).
 #[inline]
 pub(crate) fn init<W: Word>(cnt: &W::Atomic, raw: W) {
     W::store(cnt, raw, Release);
@@ -188,17 +210,26 @@ fn pull_back<W: Word>(cnt: &W::Atomic, new: W) {
         // NOREF lands on ONEREF and succeeds), so this NOREF is dead drift, not a put in
         // flight: move it back before a second add could land on ONEREF. One attempt:
         // if the value moved on, the loop below handles whatever it became.
-        match W::cas(cnt, W::NOREF, W::DEAD, Relaxed, Relaxed) {
+        match repair::<W>(cnt, W::NOREF, W::DEAD) {
             Ok(_) => return,
             Err(now) => cur = now,
         }
     }
     while cur >= lo && cur < hi && cur != rest {
-        match W::cas(cnt, cur, rest, Relaxed, Relaxed) {
+        match repair::<W>(cnt, cur, rest) {
             Ok(_) => return,
             Err(now) => cur = now,
         }
     }
+}
+
+/// One repair: a relaxed compare-exchange from a value of a zone to the value in its
+/// middle. A read-modify-write, so it keeps the release sequence of the `init` (or
+/// saturating put) that began the count's history: a later get that reads the repaired
+/// value still synchronises with it (litmus: `fileref-repair-keeps-release-sequence`).
+#[inline(always)]
+pub(crate) fn repair<W: Word>(cnt: &W::Atomic, from: W, to: W) -> Result<W, W> {
+    W::cas(cnt, from, to, Relaxed, Relaxed)
 }
 
 /// `put`: one fully ordered subtract; the slow path works on the value it returned.
@@ -227,18 +258,7 @@ fn put_slow<W: Word>(cnt: &W::Atomic, new: W) -> bool {
             W::store(cnt, W::DEAD, Release);
             return true;
         }
-        let success = if mutant!(PutRelaxed) {
-            Relaxed
-        } else {
-            Release
-        };
-        if W::cas(cnt, W::NOREF, W::DEAD, success, Relaxed).is_ok() {
-            if !mutant!(PutRelaxed) {
-                crate::sync::fence(Acquire);
-            }
-            return true;
-        }
-        return false;
+        return mark_dead::<W>(cnt);
     }
     if new >= W::RELEASED {
         W::store(cnt, W::DEAD, Relaxed);
@@ -252,20 +272,46 @@ fn put_slow<W: Word>(cnt: &W::Atomic, new: W) -> bool {
     false
 }
 
+/// The last put's mark: NOREF → DEAD with a `Release` compare-exchange, and on success
+/// an `Acquire` fence, which synchronises with every earlier put's release through the
+/// count's release sequence: the destroyer sees every holder's accesses (litmus:
+/// `fileref-last-put`). Only the caller whose exchange succeeds may destroy.
+#[inline(always)]
+pub(crate) fn mark_dead<W: Word>(cnt: &W::Atomic) -> bool {
+    let success = if mutant!(PutRelaxed) {
+        Relaxed
+    } else {
+        Release
+    };
+    if W::cas(cnt, W::NOREF, W::DEAD, success, Relaxed).is_ok() {
+        if !mutant!(PutRelaxed) {
+            crate::sync::fence(Acquire);
+        }
+        return true;
+    }
+    false
+}
+
 /// `put_close`: one compare-exchange ONEREF → DEAD when the count reads ONEREF, else
 /// `put`.
 #[inline]
 pub(crate) fn put_close<W: Word>(cnt: &W::Atomic) -> bool {
-    if W::load(cnt, Relaxed) == W::ONEREF {
-        if mutant!(PutCloseStores) {
-            W::store(cnt, W::DEAD, Release);
-            return true;
-        }
-        if W::cas(cnt, W::ONEREF, W::DEAD, AcqRel, Relaxed).is_ok() {
-            return true;
-        }
+    close_only_reference::<W>(cnt) || put::<W>(cnt)
+}
+
+/// `put_close`'s fast path: if the count reads ONEREF, one `AcqRel` compare-exchange
+/// ONEREF → DEAD (acquire: the destroyer sees the other holders' accesses, whose puts
+/// brought the count to ONEREF; litmus: `fileref-put-close`).
+#[inline(always)]
+pub(crate) fn close_only_reference<W: Word>(cnt: &W::Atomic) -> bool {
+    if W::load(cnt, Relaxed) != W::ONEREF {
+        return false;
     }
-    put::<W>(cnt)
+    if mutant!(PutCloseStores) {
+        W::store(cnt, W::DEAD, Release);
+        return true;
+    }
+    W::cas(cnt, W::ONEREF, W::DEAD, AcqRel, Relaxed).is_ok()
 }
 
 /// The references a raw value stands for: 0 in the dead zone (NOREF included).
@@ -351,19 +397,48 @@ macro_rules! zoned_ref {
                 Self::from_raw(Self::raw_for(refs))
             }
 
-            /// A count holding exactly `raw` (for tests, diagnostics, and restoring a
-            /// value read with [`raw`](Self::raw)).
+            /// A count in the state `raw` stands for (for tests, diagnostics, and
+            /// restoring a value read with [`raw`](Self::raw)).
+            ///
+            /// A value of the valid zone (`..= MAXREF`) is kept as it is. Any other value
+            /// is stored as the middle of its zone: one in the saturation zone as
+            /// `SATURATED`, one in the dead zone as `DEAD`, `NOREF` included (a count
+            /// made from NOREF has no put in flight that would finish releasing it, so
+            /// it is dead). So every count behaves as its zone says: one add from
+            /// `RELEASED - 1` cannot make a saturated count dead, one put from
+            /// `MAXREF + 1` cannot make it live, gets on `NOREF - 1` cannot revive it.
+            /// `from_raw(x).raw() == x` holds for the valid zone and the two middles.
             #[cfg(not(loom))]
             #[must_use]
             pub const fn from_raw(raw: $int) -> Self {
-                Self { cnt: $atomic::new(raw) }
+                Self { cnt: $atomic::new(Self::normalized(raw)) }
             }
 
-            /// A count holding exactly `raw` (loom build: not `const`).
+            /// A count in the state `raw` stands for (loom build: not `const`).
             #[cfg(loom)]
             #[must_use]
             pub fn from_raw(raw: $int) -> Self {
+                Self { cnt: $atomic::new(Self::normalized(raw)) }
+            }
+
+            /// A count holding exactly `raw`, zone edges included: `from_raw` before the
+            /// second review's finding 4, kept for the tests that must catch it.
+            #[cfg(any(loom, rcuref_mutants))]
+            #[doc(hidden)]
+            #[must_use]
+            pub fn from_raw_verbatim(raw: $int) -> Self {
                 Self { cnt: $atomic::new(raw) }
+            }
+
+            /// What `from_raw` stores for `raw` (see `zoned::normalized`).
+            const fn normalized(raw: $int) -> $int {
+                zoned::normalized(
+                    raw as u64,
+                    Self::MAXREF as u64,
+                    Self::RELEASED as u64,
+                    Self::SATURATED as u64,
+                    Self::DEAD as u64,
+                ) as $int
             }
 
             /// The raw counter value (relaxed load): for tests and diagnostics only, it

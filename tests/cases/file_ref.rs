@@ -20,9 +20,16 @@ pub enum Op {
 }
 
 macro_rules! zone_matrix {
-    ($fn_name:ident, $ty:ident, $int:ty) => {
-        /// Every operation at and across every zone boundary: (start raw, op, returned,
-        /// raw afterwards). `None` for the return of `inc`, which returns nothing.
+    ($fn_name:ident, $transients:ident, $ty:ident, $int:ty) => {
+        /// Every operation at and across every zone boundary of a count at rest: (start
+        /// raw, op, returned, raw afterwards), each count made with `from_raw`. `None` for
+        /// the return of `inc`, which returns nothing.
+        ///
+        /// A count at rest is valid, saturated or dead; `from_raw` keeps valid values and
+        /// stores any other value as the middle of its zone, so every row that starts at a
+        /// zone's edge behaves as that zone says (the second review's finding 4: with
+        /// `from_raw` keeping edges verbatim, one get made a saturated count dead, one put
+        /// made it live, and gets on NOREF - 1 revived a dead one).
         pub fn $fn_name() {
             type R = $ty;
             const ONE: $int = R::ONEREF;
@@ -31,6 +38,30 @@ macro_rules! zone_matrix {
             const REL: $int = R::RELEASED;
             const DEAD: $int = R::DEAD;
             const NOREF: $int = R::NOREF;
+
+            // from_raw: valid values as they are, every other value as its zone's middle.
+            let stored: &[($int, $int)] = &[
+                (ONE, ONE),
+                (MAX, MAX),
+                (MAX + 1, SAT),
+                (SAT - 1, SAT),
+                (SAT, SAT),
+                (SAT + 1, SAT),
+                (REL - 1, SAT),
+                (REL, DEAD),
+                (REL + 1, DEAD),
+                (DEAD, DEAD),
+                (NOREF - 1, DEAD),
+                (NOREF, DEAD), // no put in flight will finish releasing it: dead
+            ];
+            for (row, &(raw, want)) in stored.iter().enumerate() {
+                assert!(
+                    R::from_raw(raw).raw() == want,
+                    "from_raw row {}: stored wrong",
+                    row
+                );
+            }
+
             let table: &[($int, Op, Option<bool>, $int)] = &[
                 // get: succeeds in the valid zone and on a saturated (leaked) count.
                 (ONE, Op::Get, Some(true), 1),
@@ -38,26 +69,28 @@ macro_rules! zone_matrix {
                 (MAX, Op::Get, Some(true), SAT), // overflows: pinned at SATURATED
                 (MAX + 1, Op::Get, Some(true), SAT),
                 (SAT, Op::Get, Some(true), SAT),
-                (REL - 1, Op::Get, Some(false), DEAD), // a saturated count drifted into the dead zone
+                (REL - 1, Op::Get, Some(true), SAT), // saturated, however close to RELEASED
                 (REL, Op::Get, Some(false), DEAD),
                 (DEAD, Op::Get, Some(false), DEAD),
                 (NOREF - 2, Op::Get, Some(false), DEAD),
-                (NOREF - 1, Op::Get, Some(false), DEAD), // drift would land on NOREF: pulled back
-                (NOREF, Op::Get, Some(true), ONE), // revives a count whose last put is in flight
-                // put: true only for the NOREF -> DEAD transition.
+                (NOREF - 1, Op::Get, Some(false), DEAD), // no add can land on NOREF
+                (NOREF, Op::Get, Some(false), DEAD),     // a stored NOREF is dead: no revival
+                // put: true only for the last reference.
                 (ONE, Op::Put, Some(true), DEAD),
                 (1, Op::Put, Some(false), ONE),
                 (MAX, Op::Put, Some(false), MAX - 1),
-                (MAX + 1, Op::Put, Some(false), MAX), // back into the valid zone, as mainline
+                (MAX + 1, Op::Put, Some(false), SAT), // saturated: stays saturated
                 (SAT, Op::Put, Some(false), SAT),
-                (REL, Op::Put, Some(false), SAT), // lands in the saturation zone: leaked, as mainline
+                (REL - 1, Op::Put, Some(false), SAT),
+                (REL, Op::Put, Some(false), DEAD),     // imbalanced
                 (REL + 1, Op::Put, Some(false), DEAD), // imbalanced
-                (DEAD, Op::Put, Some(false), DEAD), // imbalanced
-                (NOREF, Op::Put, Some(false), DEAD), // imbalanced (a second put on the last ref)
+                (DEAD, Op::Put, Some(false), DEAD),    // imbalanced
+                (NOREF, Op::Put, Some(false), DEAD),   // imbalanced
                 // put_close: the one-shot ONEREF -> DEAD, else exactly put.
                 (ONE, Op::PutClose, Some(true), DEAD),
                 (1, Op::PutClose, Some(false), ONE),
                 (MAX, Op::PutClose, Some(false), MAX - 1),
+                (MAX + 1, Op::PutClose, Some(false), SAT),
                 (SAT, Op::PutClose, Some(false), SAT),
                 (DEAD, Op::PutClose, Some(false), DEAD),
                 (NOREF, Op::PutClose, Some(false), DEAD),
@@ -68,42 +101,25 @@ macro_rules! zone_matrix {
                 (MAX + 1, Op::Inc, None, SAT),
                 (SAT, Op::Inc, None, SAT),
                 (REL - 2, Op::Inc, None, SAT),
-                (REL - 1, Op::Inc, None, DEAD), // a saturated count drifted into the dead zone
+                (REL - 1, Op::Inc, None, SAT), // saturated, however close to RELEASED
                 (REL, Op::Inc, None, DEAD),
                 (DEAD, Op::Inc, None, DEAD),
-                (NOREF - 1, Op::Inc, None, DEAD), // would land on NOREF: pulled back
-                (NOREF, Op::Inc, None, ONE), // like get: revives a count whose last put is in flight
+                (NOREF - 1, Op::Inc, None, DEAD),
+                (NOREF, Op::Inc, None, DEAD), // a stored NOREF is dead: no revival
             ];
-            for (row, &(start, op, want_ret, want_raw)) in table.iter().enumerate() {
-                let r = R::from_raw(start);
-                let ret = match op {
-                    Op::Get => Some(r.get()),
-                    Op::Put => Some(r.put()),
-                    Op::PutClose => Some(r.put_close()),
-                    Op::Inc => {
-                        r.inc();
-                        None
-                    }
-                };
-                assert!(ret == want_ret, "row {}: return value wrong", row);
-                assert!(
-                    r.raw() == want_raw,
-                    "row {}: raw value afterwards wrong",
-                    row
-                );
-            }
+            run_rows(R::from_raw, table);
 
             // read and is_dead at every boundary.
             let reads: &[($int, $int, bool)] = &[
                 (ONE, 1, false),
                 (MAX, MAX + 1, false),
-                (MAX + 1, MAX + 2, false),
+                (MAX + 1, SAT + 1, false),
                 (SAT, SAT + 1, false),
-                (REL - 1, REL, false),
+                (REL - 1, SAT + 1, false),
                 (REL, 0, true),
                 (DEAD, 0, true),
                 (NOREF - 1, 0, true),
-                (NOREF, 0, false), // not dead yet: a get can still revive it
+                (NOREF, 0, true),
             ];
             for &(raw, want_read, want_dead) in reads {
                 let r = R::from_raw(raw);
@@ -126,19 +142,85 @@ macro_rules! zone_matrix {
                 r.init(refs);
                 assert!(r.raw() == want, "init wrong");
             }
+
+            /// Runs `(start, op, returned, raw afterwards)` rows on counts made by `make`.
+            fn run_rows(make: fn($int) -> R, table: &[($int, Op, Option<bool>, $int)]) {
+                for (row, &(start, op, want_ret, want_raw)) in table.iter().enumerate() {
+                    let r = make(start);
+                    let ret = match op {
+                        Op::Get => Some(r.get()),
+                        Op::Put => Some(r.put()),
+                        Op::PutClose => Some(r.put_close()),
+                        Op::Inc => {
+                            r.inc();
+                            None
+                        }
+                    };
+                    assert!(ret == want_ret, "row {}: return value wrong", row);
+                    assert!(
+                        r.raw() == want_raw,
+                        "row {}: raw value afterwards wrong",
+                        row
+                    );
+                }
+            }
+        }
+
+        /// The values a count passes through only in flight (a put between its decrement
+        /// and its exchange holds NOREF; contexts between an add and its repair hold a
+        /// value within K of a zone's middle), made exactly with `make` (the host's
+        /// `from_raw_verbatim`, test builds only): what one more operation does from
+        /// each. Every zone stays sticky from any value within 2^29 - 1 of its middle.
+        pub fn $transients(make: fn($int) -> $ty) {
+            type R = $ty;
+            const ONE: $int = R::ONEREF;
+            const MAX: $int = R::MAXREF;
+            const SAT: $int = R::SATURATED;
+            const DEAD: $int = R::DEAD;
+            const NOREF: $int = R::NOREF;
+            let table: &[($int, Op, Option<bool>, $int)] = &[
+                (MAX + 1, Op::Get, Some(true), SAT),
+                (SAT + 1, Op::Get, Some(true), SAT),
+                (SAT - 1, Op::Put, Some(false), SAT),
+                (DEAD + 1, Op::Get, Some(false), DEAD),
+                (DEAD - 1, Op::Inc, None, DEAD),
+                (NOREF, Op::Get, Some(true), ONE), // revives a count whose last put is in flight
+                (NOREF, Op::Inc, None, ONE),
+                (NOREF, Op::Put, Some(false), DEAD), // imbalanced (a second put on the last ref)
+            ];
+            for (row, &(start, op, want_ret, want_raw)) in table.iter().enumerate() {
+                let r = make(start);
+                let ret = match op {
+                    Op::Get => Some(r.get()),
+                    Op::Put => Some(r.put()),
+                    Op::PutClose => Some(r.put_close()),
+                    Op::Inc => {
+                        r.inc();
+                        None
+                    }
+                };
+                assert!(ret == want_ret, "transient row {}: return value wrong", row);
+                assert!(
+                    r.raw() == want_raw,
+                    "transient row {}: raw value wrong",
+                    row
+                );
+            }
         }
     };
 }
 
-zone_matrix!(zone_matrix_32, FileRef32, u32);
+zone_matrix!(zone_matrix_32, transients_32, FileRef32, u32);
 #[cfg(any(target_has_atomic = "64", feature = "critical-section", rcuref_fw))]
-zone_matrix!(zone_matrix_64, FileRef64, u64);
+zone_matrix!(zone_matrix_64, transients_64, FileRef64, u64);
 
 macro_rules! no_resurrection {
-    ($fn_name:ident, $ty:ident) => {
-        /// Beyond mainline: failed gets on a dead count, started just below the wrap,
-        /// never bring it back to life (mainline: 2^29 failed gets on 32 bits do).
-        pub fn $fn_name(failed_gets: u32) {
+    ($fn_name:ident, $ty:ident, $int:ty) => {
+        /// Beyond mainline: failed gets on a dead count, started anywhere in the dead
+        /// zone (made by `make`: `from_raw`, or on the host exactly, to start just below
+        /// the wrap), never bring it back to life (mainline: 2^29 failed gets on 32 bits
+        /// do).
+        pub fn $fn_name(make: fn($int) -> $ty, failed_gets: u32) {
             type R = $ty;
             for start in [
                 R::NOREF - 1,
@@ -147,7 +229,7 @@ macro_rules! no_resurrection {
                 R::RELEASED,
                 R::DEAD,
             ] {
-                let r = R::from_raw(start);
+                let r = make(start);
                 for _ in 0..failed_gets {
                     assert!(!r.get(), "a dead count was resurrected by failed gets");
                     assert!(r.is_dead(), "a dead count left the dead zone");
@@ -158,9 +240,9 @@ macro_rules! no_resurrection {
     };
 }
 
-no_resurrection!(no_resurrection_32, FileRef32);
+no_resurrection!(no_resurrection_32, FileRef32, u32);
 #[cfg(any(target_has_atomic = "64", feature = "critical-section", rcuref_fw))]
-no_resurrection!(no_resurrection_64, FileRef64);
+no_resurrection!(no_resurrection_64, FileRef64, u64);
 
 macro_rules! saturation_leaks {
     ($fn_name:ident, $ty:ident) => {

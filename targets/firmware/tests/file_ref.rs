@@ -27,12 +27,12 @@ mod tests {
 
     #[test]
     fn no_resurrection_32() {
-        cases::no_resurrection_32(2_000);
+        cases::no_resurrection_32(rcuref::FileRef32::from_raw, 2_000);
     }
 
     #[test]
     fn no_resurrection_64() {
-        cases::no_resurrection_64(2_000);
+        cases::no_resurrection_64(rcuref::FileRef64::from_raw, 2_000);
     }
 
     #[test]
