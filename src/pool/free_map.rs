@@ -74,7 +74,7 @@ impl<const N: usize> FreeMap<N> {
                 }
                 // Acquire: pairs with the Release in `release`, so the previous owner's
                 // use (and destruction) of the slot happens before ours.
-                if !self.taken[i].swap(true, Acquire) {
+                if claim_flag(&self.taken[i]) {
                     // INVARIANT: our swap turned the flag from false to true: slot i is ours.
                     return Some(i);
                 }
@@ -98,7 +98,24 @@ impl<const N: usize> FreeMap<N> {
         #[cfg(loom)]
         let _ = self.taken[i].swap(false, Release);
         #[cfg(not(loom))]
-        self.taken[i].store(false, Release);
+        release_flag(&self.taken[i]);
         self.hint.store(i as u32, Relaxed);
     }
+}
+
+/// Claims one slot's flag: a swap to `true` with `Acquire` (pairing with
+/// `release_flag`, so the previous owner's use and destruction of the slot happen before
+/// ours); the slot is ours exactly when the swap read `false` (litmus:
+/// `pool-claim-is-exclusive`, `pool-free-then-claim`).
+#[inline(always)]
+pub(crate) fn claim_flag(flag: &AtomicBool) -> bool {
+    !flag.swap(true, Acquire)
+}
+
+/// Gives one slot's flag back: a `Release` store of `false`, after the value's
+/// destruction (litmus: `pool-free-then-claim`).
+#[cfg_attr(loom, allow(dead_code))]
+#[inline(always)]
+pub(crate) fn release_flag(flag: &AtomicBool) {
+    flag.store(false, Release);
 }

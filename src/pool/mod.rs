@@ -91,7 +91,7 @@
 //! Lookups are lock-free, not wait-free: a location replaced over and over can make a
 //! lookup retry for as long as that goes on.
 
-mod free_map;
+pub(crate) mod free_map;
 
 use crate::error::{Error, Refused};
 use crate::file_ref::FileRef32;
@@ -434,7 +434,7 @@ impl<'p, T, const N: usize> PoolCell<'p, T, N> {
             }
             None => 0,
         };
-        let old = self.cur.swap(raw, Ordering::AcqRel);
+        let old = swap_location(&self.cur, raw);
         // INVARIANT: the swap took the old reference out of the cell; it is ours now.
         (old != 0).then(|| Handle {
             pool: self.pool,
@@ -460,7 +460,7 @@ impl<'p, T, const N: usize> PoolCell<'p, T, N> {
     /// location named at the moment of the re-check.
     pub fn get<const R: usize>(&self, _section: &Guard<'_, '_, R>) -> Option<Handle<'p, T, N>> {
         loop {
-            let v = self.cur.load(Ordering::Acquire);
+            let v = load_location(&self.cur);
             if v == 0 {
                 return None;
             }
@@ -472,12 +472,26 @@ impl<'p, T, const N: usize> PoolCell<'p, T, N> {
                 core::hint::spin_loop();
                 continue;
             };
-            if mutant!(NoRecheck) || self.cur.load(Ordering::Acquire) == v {
+            if mutant!(NoRecheck) || load_location(&self.cur) == v {
                 return Some(h);
             }
             drop(h); // a different object now owns the slot: give it back, retry
         }
     }
+}
+
+/// A lookup's load of a location (the first, and the re-check after the get): `Acquire`,
+/// pairing with `swap_location`. The re-check comes after the get (`SeqCst`) in program
+/// order and the get keeps it there (litmus: `pool-identity-recheck`).
+#[inline(always)]
+pub(crate) fn load_location(cur: &AtomicU32) -> u32 {
+    cur.load(Ordering::Acquire)
+}
+
+/// A writer's replacement of a location: an `AcqRel` swap.
+#[inline(always)]
+pub(crate) fn swap_location(cur: &AtomicU32, raw: u32) -> u32 {
+    cur.swap(raw, Ordering::AcqRel)
 }
 
 impl<T, const N: usize> Drop for PoolCell<'_, T, N> {

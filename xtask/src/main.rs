@@ -149,6 +149,8 @@ fn test(args: &[String]) -> Result<(), String> {
             "loom_rcu",
             "--test",
             "loom_pool",
+            "--test",
+            "loom_interrupts",
             "--",
             "--test-threads=1",
         ],
@@ -190,12 +192,17 @@ fn test(args: &[String]) -> Result<(), String> {
         ],
     );
     run.cargo(
-        "host: preemption injection (threads stopped anywhere / at exact points)",
+        "host: preemption, interrupt and panic injection (threads stopped anywhere and at \
+         exact points; a handler at every gap of the read side; every callback panicking)",
         &[
             "test",
             "--release",
             "--test",
             "preemption",
+            "--test",
+            "interrupts",
+            "--test",
+            "panic_injection",
             "--",
             "--test-threads=1",
         ],
@@ -207,7 +214,7 @@ fn test(args: &[String]) -> Result<(), String> {
     #[cfg(target_os = "linux")]
     run.cargo(
         "host: asymmetric-fence mode (membarrier), its store-buffering torture, the heavy \
-         fence's placement with two drivers, and the skipped-heavy-fence variant both catch",
+         fence's placement with two drivers, a panicking heavy fence, and the controls",
         &[
             "test",
             "--release",
@@ -217,6 +224,8 @@ fn test(args: &[String]) -> Result<(), String> {
             "asymmetric",
             "--test",
             "heavy_fence_placement",
+            "--test",
+            "panic_injection",
             "--",
             "--test-threads=1",
         ],
