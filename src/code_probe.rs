@@ -6,12 +6,16 @@
 //! `rcuref_path_*` are the paths of `rcu::ops` and friends, the units the assembly
 //! litmus tests are made of. `rcuref_api_*` are public entry points built from them: the
 //! check also requires each path's instructions to appear, in order, in the entry
-//! points that inline it.
+//! points that inline it. `rcuref_twin_*` are deliberately weakened copies of paths (a
+//! fence removed, an ordering relaxed), compiled by the same compiler for the same
+//! target: the litmus suite's negative controls are made of their instructions, and
+//! herd7 must find each control's forbidden outcome reachable.
 #![allow(improper_ctypes_definitions, missing_docs)]
 
 use crate::file_ref::zoned;
 use crate::rcu::{cell, ops, value};
-use crate::sync::{AtomicBool, AtomicPtr, AtomicU32};
+use crate::sync::Ordering::{Acquire, Relaxed, Release, SeqCst};
+use crate::sync::{fence, AtomicBool, AtomicPtr, AtomicU32};
 
 macro_rules! probe {
     ($($name:ident($($a:ident: $t:ty),*) $(-> $r:ty)? $body:block)*) => {$(
@@ -78,6 +82,63 @@ probe! {
     rcuref_api_get32(r: &crate::FileRef32) -> bool { r.get() }
     rcuref_api_put32(r: &crate::FileRef32) -> bool { r.put() }
     rcuref_api_put_close32(r: &crate::FileRef32) -> bool { r.put_close() }
+}
+
+// The weakened twins. Each names what it drops from the path it copies.
+probe! {
+    rcuref_twin_lock_outer_no_fence(slot: &AtomicU32, phase: &AtomicU32) {
+        let p = phase.load(Relaxed);
+        slot.store(ops::entered(p), Release);
+    }
+    rcuref_twin_lock_outer_relaxed_store(slot: &AtomicU32, phase: &AtomicU32) {
+        let p = phase.load(Relaxed);
+        slot.store(ops::entered(p), Relaxed);
+        fence(SeqCst);
+    }
+    rcuref_twin_lock_nested_relaxed(slot: &AtomicU32, v: u32) {
+        slot.store(v + 4, Relaxed)
+    }
+    rcuref_twin_unlock_relaxed(slot: &AtomicU32, v: u32) { slot.store(v, Relaxed) }
+    rcuref_twin_release_relaxed(slot: &AtomicU32) { slot.store(0, Relaxed) }
+    rcuref_twin_scan_slot_relaxed(slot: &AtomicU32) -> u32 { slot.load(Relaxed) }
+    rcuref_twin_counter_acquire_relaxed(gp: &AtomicU32) -> u32 { gp.load(Relaxed) }
+    rcuref_twin_step_relaxed(gp: &AtomicU32, from: u32, to: u32) -> bool {
+        gp.compare_exchange(from, to, Relaxed, Relaxed).is_ok()
+    }
+    rcuref_twin_cookie_snapshot_no_fence(gp: &AtomicU32) -> u32 { gp.load(SeqCst) }
+    rcuref_twin_cookie_snapshot_relaxed(gp: &AtomicU32) -> u32 { gp.load(Relaxed) }
+    rcuref_twin_registered_acquire(stepping: &AtomicU32) -> u32 { stepping.load(Acquire) }
+    rcuref_twin_registered_relaxed(stepping: &AtomicU32) -> u32 { stepping.load(Relaxed) }
+    rcuref_twin_value_load_relaxed(current: &AtomicU32) -> u32 { current.load(Relaxed) }
+    rcuref_twin_value_publish_relaxed(current: &AtomicU32, i: u32) -> u32 {
+        current.swap(i, Relaxed)
+    }
+    rcuref_twin_cell_load_relaxed(ptr: &AtomicPtr<u32>) -> *mut u32 { ptr.load(Relaxed) }
+    rcuref_twin_cell_publish_relaxed(ptr: &AtomicPtr<u32>, new: *mut u32) -> *mut u32 {
+        ptr.swap(new, Relaxed)
+    }
+    rcuref_twin_get32_relaxed(cnt: &AtomicU32) -> bool {
+        cnt.fetch_add(1, Relaxed).wrapping_add(1) as i32 >= 0
+    }
+    rcuref_twin_put32_relaxed(cnt: &AtomicU32) -> bool {
+        cnt.fetch_sub(1, Relaxed).wrapping_sub(1) as i32 >= 0
+    }
+    rcuref_twin_mark_dead32_relaxed(cnt: &AtomicU32) -> bool {
+        cnt.compare_exchange(u32::MAX, crate::FileRef32::DEAD, Relaxed, Relaxed).is_ok()
+    }
+    rcuref_twin_close32_relaxed(cnt: &AtomicU32) -> bool {
+        cnt.load(Relaxed) == 0
+            && cnt.compare_exchange(0, crate::FileRef32::DEAD, Relaxed, Relaxed).is_ok()
+    }
+    rcuref_twin_repair32_as_store(cnt: &AtomicU32, to: u32) { cnt.store(to, Relaxed) }
+    rcuref_twin_init32_relaxed(cnt: &AtomicU32, raw: u32) { cnt.store(raw, Relaxed) }
+    rcuref_twin_claim_flag_relaxed(flag: &AtomicBool) -> bool { !flag.swap(true, Relaxed) }
+    rcuref_twin_claim_flag_split(flag: &AtomicBool) -> bool {
+        let was = flag.load(Relaxed);
+        flag.store(true, Relaxed);
+        !was
+    }
+    rcuref_twin_release_flag_relaxed(flag: &AtomicBool) { flag.store(false, Relaxed) }
 }
 
 #[cfg(target_has_atomic = "64")]

@@ -175,3 +175,177 @@ pub fn bench_tools() -> Result<(), String> {
     args.extend(&missing);
     loud(prog, &args)
 }
+
+/// Where herdtools7 is unpacked (git-ignored).
+pub fn herd_dir() -> std::path::PathBuf {
+    crate::steps::workspace_root().join(".tools").join("herd")
+}
+
+/// A command that runs herd7 with its models: `HERD7` (a herd7 on this machine, with its
+/// own models) when set, else the herdtools7 unpacked in `.tools/herd`, run through the
+/// glibc it came with (Debian's herdtools7 is built for a newer glibc than bookworm's).
+pub fn herd7() -> Result<Command, String> {
+    if let Some(h) = std::env::var_os("HERD7") {
+        return Ok(Command::new(h));
+    }
+    let root = herd_dir();
+    let lib = root.join("usr/lib/x86_64-linux-gnu");
+    let mut c = Command::new(lib.join("ld-linux-x86-64.so.2"));
+    c.arg("--library-path")
+        .arg(&lib)
+        .arg(root.join("usr/bin/herd7"))
+        .arg("-set-libdir")
+        .arg(root.join("usr/share/herdtools7/herd"));
+    Ok(c)
+}
+
+/// herdtools7 for the litmus suite, from Debian's `forky` suite (bookworm has none),
+/// fetched with a private apt configuration (the system's sources and lists are not
+/// touched) and unpacked into `.tools/herd` with the glibc and libgmp it needs. About
+/// 40 MB, seconds. `HERD7` names a herd7 of your own instead.
+pub fn herd() -> Result<(), String> {
+    let ok = |mut c: Command| {
+        c.arg("-version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false)
+    };
+    if ok(herd7()?) {
+        return Ok(());
+    }
+    if std::env::var_os("HERD7").is_some() {
+        return Err("HERD7 is set but does not run `-version`".into());
+    }
+    if std::env::consts::ARCH != "x86_64" || !quiet_ok("apt-get", &["--version"]) {
+        return Err(
+            "the litmus suite needs herd7 (herdtools7 7.58 or later): this machine cannot \
+             fetch Debian's x86_64 package, so install herdtools7 (opam install herdtools7) \
+             and set HERD7 to its herd7"
+                .into(),
+        );
+    }
+    let tmp = std::env::temp_dir().join(format!("rcuref-herd-{}", std::process::id()));
+    let parts = tmp.join("sources");
+    for d in [
+        parts.clone(),
+        tmp.join("lists/partial"),
+        tmp.join("cache/archives/partial"),
+    ] {
+        std::fs::create_dir_all(&d).map_err(|e| format!("{}: {e}", d.display()))?;
+    }
+    // The machine's own Debian mirror and keyring, suite `forky`.
+    let sources =
+        std::fs::read_to_string("/etc/apt/sources.list.d/debian.sources").unwrap_or_default();
+    let uri = sources
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("URIs:"))
+        .map(str::trim)
+        .find(|u| !u.contains("security"))
+        .unwrap_or("http://deb.debian.org/debian")
+        .to_string();
+    std::fs::write(
+        parts.join("forky.sources"),
+        format!(
+            "Types: deb\nURIs: {uri}\nSuites: forky\nComponents: main\n\
+             Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg\n"
+        ),
+    )
+    .map_err(|e| e.to_string())?;
+    // apt drops privileges to `_apt` for downloads: let it write there.
+    let _ = Command::new("chmod")
+        .args(["-R", "a+rwX"])
+        .arg(&tmp)
+        .status();
+    let o = |k: &str, v: &std::path::Path| format!("-o{k}={}", v.display());
+    let opts = [
+        o("Dir::Etc::sourcelist", std::path::Path::new("/dev/null")),
+        o("Dir::Etc::sourceparts", &parts),
+        o("Dir::State::Lists", &tmp.join("lists")),
+        o("Dir::Cache", &tmp.join("cache")),
+    ];
+    let apt = |args: &[&str]| -> Result<(), String> {
+        let mut all: Vec<&str> = opts.iter().map(String::as_str).collect();
+        all.extend_from_slice(args);
+        println!(
+            "install: apt-get {} (private sources: Debian forky)",
+            args.join(" ")
+        );
+        let st = Command::new("apt-get")
+            .args(&all)
+            .current_dir(&tmp)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .status()
+            .map_err(|e| format!("apt-get: {e}"))?;
+        if st.success() {
+            Ok(())
+        } else {
+            Err(format!("apt-get {} failed ({st})", args.join(" ")))
+        }
+    };
+    apt(&["-q", "update"])?;
+    apt(&["-q", "download", "herdtools7", "libc6", "libgmp10"])?;
+    let root = herd_dir();
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).map_err(|e| e.to_string())?;
+    for entry in std::fs::read_dir(&tmp).map_err(|e| e.to_string())? {
+        let p = entry.map_err(|e| e.to_string())?.path();
+        if p.extension().is_some_and(|e| e == "deb") {
+            let st = Command::new("dpkg")
+                .arg("-x")
+                .arg(&p)
+                .arg(&root)
+                .status()
+                .map_err(|e| format!("dpkg: {e}"))?;
+            if !st.success() {
+                return Err(format!("dpkg -x {} failed", p.display()));
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
+    // Keep herd7, its models and the libraries; the rest of herdtools7 is not used.
+    for entry in std::fs::read_dir(root.join("usr/bin")).map_err(|e| e.to_string())? {
+        let p = entry.map_err(|e| e.to_string())?.path();
+        if p.file_name().is_some_and(|n| n != "herd7") {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+    let _ = std::fs::remove_dir_all(root.join("usr/share/herdtools7/litmus"));
+    let _ = std::fs::remove_dir_all(root.join("usr/share/doc"));
+    if ok(herd7()?) {
+        Ok(())
+    } else {
+        Err(format!(
+            "herd7 unpacked into {} does not run",
+            root.display()
+        ))
+    }
+}
+
+/// `llvm-objdump` of the toolchain (rustup component `llvm-tools`), installed if missing.
+pub fn llvm_objdump() -> Result<std::path::PathBuf, String> {
+    let sysroot = Command::new("rustc")
+        .args(["--print", "sysroot"])
+        .output()
+        .map_err(|e| format!("rustc: {e}"))?;
+    let host = Command::new("rustc")
+        .args(["--print", "host-tuple"])
+        .output()
+        .map_err(|e| format!("rustc: {e}"))?;
+    let sysroot = String::from_utf8_lossy(&sysroot.stdout).trim().to_string();
+    let host = String::from_utf8_lossy(&host.stdout).trim().to_string();
+    let tool = std::path::Path::new(&sysroot)
+        .join("lib/rustlib")
+        .join(host)
+        .join("bin/llvm-objdump");
+    if !tool.exists() {
+        loud("rustup", &["component", "add", "llvm-tools"])?;
+    }
+    if tool.exists() {
+        Ok(tool)
+    } else {
+        Err(format!("no llvm-objdump at {}", tool.display()))
+    }
+}

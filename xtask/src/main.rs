@@ -9,6 +9,7 @@
 
 mod bench;
 mod install;
+mod litmus;
 mod mutants;
 mod qemu;
 mod size;
@@ -19,8 +20,9 @@ use std::process::ExitCode;
 const USAGE: &str = "usage: cargo xtask <command>
   test [--quick] [--host-only] [--target T]...
            run every test: host (unit, integration, doc, loom models, negative controls,
-           Miri) and the on-target suites in QEMU on five targets, debug and release,
-           installing what is missing first (rustup targets, nightly + Miri, QEMU)
+           interrupt and panic injection, the herd7 litmus suite, Miri) and the on-target
+           suites in QEMU on five targets, debug and release, installing what is missing
+           first (rustup targets and components, nightly + Miri, QEMU, herdtools7)
            --quick      skip Miri and the release builds of the targets
            --host-only  skip QEMU
            --target T   only this embedded target (repeatable)
@@ -33,6 +35,12 @@ const USAGE: &str = "usage: cargo xtask <command>
            tests, then loom on the survivors; every survivor must be listed with a
            reason in mutants-equivalent.md (about two hours on 2 cores; filters such as
            `-f src/pool/free_map.rs` narrow it)
+  litmus [--bless] [--control]
+           the weak-memory suite (litmus/README.md): reads each fast path's
+           instructions out of the object code of every instruction set, checks them
+           against the committed litmus tests, runs herd7 on every test (Never) and
+           weakened twin (Sometimes); --bless rewrites litmus/tests and litmus/code;
+           --control compiles a broken variant and requires the check to fail
   size [--save]
            code size of the hot paths per embedded target (release), compared with
            docs/size-baseline.tsv (--save rewrites it)
@@ -69,6 +77,7 @@ fn main() -> ExitCode {
         Some("size") => size::run(&args[1..]),
         Some("bench") => bench::bench(&args[1..]),
         Some("mutants") => mutants::run(&args[1..]),
+        Some("litmus") => litmus::run(&args[1..]),
         Some("-h" | "--help") => {
             println!("{USAGE}");
             Ok(())
@@ -236,6 +245,18 @@ fn test(args: &[String]) -> Result<(), String> {
             ),
             ("CARGO_TARGET_DIR", "target/asym"),
         ],
+    );
+    run.cargo(
+        "litmus: herd7 on C11 and on each fast path as compiled for AArch64 (with and \
+         without LSE/RCpc), RISC-V 32/64 and Armv7-M: tests Never, weakened twins Sometimes, \
+         the tests tied to the object code",
+        &["xtask", "litmus"],
+        &[],
+    );
+    run.cargo(
+        "litmus: the code-tie check fails on a broken variant compiled for AArch64 and RISC-V",
+        &["xtask", "litmus", "--control"],
+        &[],
     );
     if !quick {
         run.cargo(
