@@ -89,25 +89,41 @@
 //! repairs, so with K contexts between their add and their repair a count stays within K
 //! of SATURATED or DEAD: **a saturated count stays saturated and a dead one stays dead,
 //! however many adds come** (puts on a saturated count store SATURATED back, as
-//! mainline's do). Reaching the next zone would need 2²⁹ contexts stopped inside an add
-//! at once.
+//! mainline's do). Reaching the next zone would need 2²⁹ − 1 contexts stopped inside an
+//! add at once (on 32 bits; 2⁶¹ − 1 on 64).
+//!
+//! A count made with [`from_raw`](FileRef32::from_raw) starts at the middle of its zone
+//! whatever edge value it is given (a valid value is kept as it is), so the bound above
+//! holds from the first operation (the second review's finding 4: `from_raw(RELEASED -
+//! 1)` used to die on one get, `from_raw(MAXREF + 1)` to come back to life on one put).
 //!
 //! # Memory ordering
 //!
+//! Each claim names the litmus test that herd7 checks it with, in C11 and on the
+//! compiled instructions of every instruction set we ship (`litmus/README.md`).
+//!
 //! * `get`: `SeqCst` add. It must order the caller's *later* loads (re-checking the slot
-//!   it found the object in, reading fields) after the increment, and it reads-from the
-//!   release sequence of the initialising [`init`](FileRef32::init) (`Release` store).
+//!   it found the object in, reading fields) after the increment (`pool-identity-recheck`),
+//!   and it reads-from the release sequence of the initialising [`init`](FileRef32::init)
+//!   (`Release` store; `pool-init-then-publish`).
 //! * `put`: `SeqCst` sub — its release half publishes this holder's accesses to the
 //!   object before the count drops; the winner of NOREF → DEAD (`Release` compare-exchange)
 //!   then issues an `Acquire` fence, which synchronises with every earlier put's release
-//!   through the counter's release sequence, so the destroyer sees all holders' accesses.
-//! * `put_close`: `AcqRel` compare-exchange ONEREF → DEAD, for the same two reasons.
+//!   through the counter's release sequence, so the destroyer sees all holders' accesses
+//!   (`fileref-last-put`).
+//! * `put_close`: `AcqRel` compare-exchange ONEREF → DEAD, for the same two reasons
+//!   (`fileref-put-close`).
 //! * `inc`: `Relaxed`; the caller already holds a reference, so nothing new is published.
 //!   The repairs of the cold paths are relaxed compare-exchanges: read-modify-writes, so
-//!   they keep the release sequence of `init` intact. A put that re-saturates stores
-//!   SATURATED with `Release`, for the same reason.
+//!   they keep the release sequence of `init` intact
+//!   (`fileref-repair-keeps-release-sequence`; as a plain store, C++20 release sequences
+//!   would end there). A put that re-saturates stores SATURATED with `Release`, for the
+//!   same reason.
 //! * `init`: `Release` store, the last write when (re)initialising an object: a get that
-//!   succeeds on the new count sees the initialised fields.
+//!   succeeds on the new count sees the initialised fields (`pool-init-then-publish`).
+//! * The deconstruction race under the caller's rule (a put inside a read section, the
+//!   memory freed after a grace period): the late exchange never meets the free
+//!   (`fileref-deconstruction-under-rcu`; outside a section it does: its twin).
 //!
 //! # Safety guarantees
 //!

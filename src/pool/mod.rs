@@ -42,14 +42,19 @@
 //!
 //! # Memory ordering
 //!
+//! (Each claim names its litmus test: `litmus/README.md`.)
+//!
 //! * Allocation's `init(1)` (`Release`) after writing the value pairs with a reader's
-//!   `get` (`SeqCst` add, which acquires): a reader whose get succeeded sees the value.
-//! * The re-check load comes after the `get` in program order, and the get's acquire
-//!   keeps it there: it cannot be satisfied before the reference was taken.
+//!   `get` (`SeqCst` add, which acquires): a reader whose get succeeded sees the value
+//!   (`pool-init-then-publish`).
+//! * The re-check load comes after the `get` in program order, and the get's ordering
+//!   keeps it there: it cannot be satisfied before the reference was taken
+//!   (`pool-identity-recheck`; with a relaxed get it can, Linus's objection).
 //! * The last put's acquire (FileRef's NOREF → DEAD) orders every holder's use of the
-//!   value before its destruction; the slot's claim flag (`Release` when freed,
-//!   `Acquire` swap when claimed) orders the destruction before the next allocation's
-//!   writes.
+//!   value before its destruction (`fileref-last-put`); the slot's claim flag (`Release`
+//!   when freed, `Acquire` swap when claimed) orders the destruction before the next
+//!   allocation's writes (`pool-free-then-claim`), and a claim is one read-modify-write
+//!   (`pool-claim-is-exclusive`).
 //!
 //! # Allocation
 //!

@@ -103,31 +103,53 @@
 //!
 //! # Memory ordering
 //!
+//! Each claim below names the litmus test that checks it (`litmus/README.md`): herd7
+//! runs it in C11 and on each instruction set as the library compiles for it (AArch64
+//! with and without LSE/RCpc, RISC-V 32 and 64, Armv7-M), and each test has weakened
+//! twins that herd7 must find broken. Every memory operation named here is one inline
+//! function of `rcu/ops.rs`.
+//!
 //! * Reader `lock`: store slot, then `fence(SeqCst)`, then the section's loads. A wait
-//!   step: load `gp` (the odd value a flip wrote, or its own flip), `fence(SeqCst)`,
-//!   load the slots. A cookie: unpublish, `fence(SeqCst)`, load `gp`. The cookie's load
-//!   reads a value before the flip the wait step read, so the cookie's fence precedes
-//!   the wait's fence in the single order of SC fences; then either the reader's fence
-//!   comes after the cookie's and the reader sees the unpublish, or it comes before the
-//!   wait's and the scan sees the reader online.
-//! * Reader `unlock`: `Release` store of 0, paired with the scan's `Acquire` load of
-//!   the slot, and the step's `SeqCst` exchange with the cookie's `Acquire` check: the
-//!   section's loads happen before whatever the cookie's holder does next (reclaiming).
+//!   step: `fence(SeqCst)`, then load the slots. Either the scan sees the reader, or the
+//!   reader's loads see what was unpublished before the wait (store buffering with both
+//!   fences; `rcu-lock-vs-wait`).
+//! * A cookie: unpublish, `fence(SeqCst)`, load `gp`. The cookie's load reads a value
+//!   before the flip that another driver's wait step read, so the cookie's fence
+//!   precedes that wait's fence in the single order of SC fences; then either the
+//!   reader's fence comes after the cookie's and the reader sees the unpublish, or it
+//!   comes before the wait's and the scan sees the reader online (`rcu-cookie-vs-flip`).
+//! * **Nested locks of a [`ContextReader`] fence too**: an interrupt handler may nest
+//!   between the outermost lock's store and its fence (a trap is not a fence), and its
+//!   own fence keeps its loads after the announcement (the second review's finding 1;
+//!   `rcu-irq-in-lock-after-store`, and `-after-phase`, `-after-fence` for the other
+//!   gaps). A [`Reader`]'s nested locks do not: its context ran the outermost fence
+//!   first.
+//! * Reader `unlock`: a `Release` store, paired with the scan's `Acquire` load of the
+//!   slot (`rcu-unlock-vs-reclaim`), and the step's `SeqCst` exchange with the cookie's
+//!   `Acquire` check when another context reclaims (`rcu-unlock-vs-reclaim-by-cookie`):
+//!   the section's loads happen before whatever the cookie's holder does next.
 //! * **Every** store to a slot is `Release`, not only the unlock: a scan may read the
 //!   value of the *next* section (the reader re-entered at once, or a handler claimed
-//!   the slot again through [`Rcu::read`]), and a relaxed store there would end the
-//!   unlock's release sequence, leaving the previous section's reads unordered before
-//!   the reclaim (a data race in Rust's memory model; found by a hostile review, shown
-//!   by Miri and loom, and kept as `Mutant::RelaxedLockStore`). On x86 a release store
-//!   is a plain `mov`; on Arm and RISC-V it adds a barrier before the store.
-//! * Publishing a pointer ([`RcuCell::replace`]): `AcqRel` swap; readers load it with
-//!   `Acquire`, so the pointee's initialisation is visible.
+//!   the slot again through [`Rcu::read`]), and under C++20's release sequences, which
+//!   Rust follows, a relaxed store there would leave the previous section's reads
+//!   unordered before the reclaim (a data race; `rcu-release-sequence`, and
+//!   `rcu-irq-claim` / `rcu-irq-release` for `Rcu::read`'s claim and release). On x86 a
+//!   release store is a plain `mov`; on Arm and RISC-V it adds a barrier before it.
+//! * The phase word is relaxed everywhere: whatever phase a section records, one of a
+//!   grace period's two waits is for it (`rcu-phase-word`).
+//! * The lap guard: registration and the counter's re-read, against a step's check of
+//!   the registrations and its exchange, are all `SeqCst` (on AArch64 `LDAR`, never
+//!   `LDAPR`): either the step sees the registration or the registering driver sees the
+//!   counter gone (`rcu-lap-guard`).
+//! * Publishing a pointer ([`RcuCell::replace`], [`RcuValue`]): an `AcqRel` swap;
+//!   readers load it with `Acquire`, so the pointee's initialisation is visible
+//!   (`rcucell-publish`, `rcuvalue-publish`).
 //!
 //! # Cost
 //!
 //! Outermost lock: a load of the phase word, a release store, and one full fence (`mfence`/`lock
-//! or` on x86, `dmb` on Arm, `fence rw,rw` on RISC-V); nested lock and unlock: a load and
-//! a release store. On a single core the binary may set `--cfg rcuref_unsafe_assume_single_core`
+//! or` on x86, `dmb` on Arm, `fence rw,rw` on RISC-V); a `Reader`'s nested lock and every
+//! unlock: a load and a release store; a `ContextReader`'s nested lock also the fence. On a single core the binary may set `--cfg rcuref_unsafe_assume_single_core`
 //! (the name says what it asserts), which turns the fence into a compiler fence: an
 //! interrupt handler runs on the same core, after everything the code it interrupted
 //! has executed. A grace period with no reader in the way: four compare-exchanges, two
@@ -160,7 +182,9 @@
 //!
 //! Nothing allocates. [`DeferQueue<T, M, N>`] holds at most `M` retired values; when it
 //! is full, [`DeferQueue::defer`] hands the value back (back-pressure) and
-//! [`DeferQueue::defer_or_wait`] waits for a grace period instead of growing.
+//! [`DeferQueue::defer_or_wait`] waits for a grace period instead of growing. Dropping
+//! a queue with values still waiting leaks them rather than drop them early: call
+//! [`DeferQueue::barrier`] first.
 //!
 //! # Wrap-around
 //!
@@ -179,16 +203,38 @@
 //!   cannot outlive the guard, the cell, or the storage (compile-fail tests in
 //!   `tests/ui/`). A cell cannot be made to publish a shorter-lived value (it is
 //!   invariant in its lifetime).
-//! * A [`DeferQueue`] releases a value only after a grace period of the domain it was
-//!   created for; cookies and retired values answer only about their own domain.
+//! * A [`DeferQueue`] never drops or releases a value before a grace period of the
+//!   domain it was created for has passed since it was deferred: not when a callback
+//!   panics, not when the queue is dropped with values pending (those still waiting
+//!   are leaked), not when `defer_async`'s future is dropped. Cookies and retired values
+//!   answer only about their own domain.
+//! * Interrupt handlers may nest on a [`ContextReader`] at any instruction of the
+//!   interrupted context's lock, unlock or section, and may use [`Rcu::read`] at any
+//!   point, with the same guarantee.
 //! * This holds with any number of contexts driving grace periods at once and any of
 //!   them stopped anywhere for any time (modelled in loom with two drivers, tested with
 //!   threads stopped at arbitrary and at exact points), and across counter wrap-around
 //!   (the lap guard: deterministic, not probabilistic).
+//! * A callback that panics inside the machine (the heavy fence, a wait hook, a
+//!   `reclaim`, `T::drop`) leaves nothing registered and nothing half moved: grace
+//!   periods go on ending.
 //! * Liveness: no context's stop can hold up another's grace periods, except a context
 //!   stopped inside a polling step for 2³¹ counter steps, which pauses them (the lap
 //!   guard) until it resumes. A reader that never leaves its section stalls every grace
 //!   period: that is what RCU means.
+//!
+//! **What is proven, under which model.** The orderings above are checked by herd7 in
+//! C11 (RC11, with C++11 and with C++20 release sequences) and on the compiled
+//! instructions of AArch64 (baseline and LSE/RCpc), RISC-V 32/64 and Armv7-M, each tied
+//! to the object code by `cargo xtask litmus`. The grace-period machine (two drivers,
+//! nesting, polling, wrap-around, interrupts at every gap of the read side) is checked
+//! by loom, whose C11 model has no load buffering and treats `SeqCst` accesses as
+//! `AcqRel`, and by host and QEMU tortures, which run on x86's ordering. What rests on
+//! an assumption: that a trap or an interrupt entry is not a fence but does keep the
+//! interrupted context's program order (the litmus tests put a handler's instructions
+//! in that order); that a `ContextReader`'s contract holds (one context per slot, its
+//! handlers on its core); that the heavy fence keeps its contract in the
+//! asymmetric-fence mode.
 //!
 //! What rests on the binary's choices: `--cfg rcuref_unsafe_assume_single_core` is
 //! correct only if every reader and writer of the domain runs on one core; on thumbv6m

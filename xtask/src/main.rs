@@ -282,6 +282,44 @@ fn test(args: &[String]) -> Result<(), String> {
             ],
             &[("MIRIFLAGS", "-Zmiri-strict-provenance")],
         );
+        // Miri's weak-memory emulation picks schedules and store-buffer outcomes from
+        // its seed: several seeds over the concurrent tortures.
+        run.cargo(
+            "host: Miri, 4 seeds of schedules and weak-memory outcomes over the tortures",
+            &[
+                "+nightly",
+                "miri",
+                "test",
+                "--test",
+                "torture_file_ref",
+                "--test",
+                "torture_rcu",
+                "--test",
+                "torture_pool",
+            ],
+            &[(
+                "MIRIFLAGS",
+                "-Zmiri-strict-provenance -Zmiri-many-seeds=0..4",
+            )],
+        );
+        // A 32-bit host: FileRef's native width and the pool's counts are 32-bit there.
+        run.cargo(
+            "host: Miri on i686 (32-bit counts: FileRef, its torture, the pool)",
+            &[
+                "+nightly",
+                "miri",
+                "test",
+                "--target",
+                "i686-unknown-linux-gnu",
+                "--test",
+                "file_ref",
+                "--test",
+                "torture_file_ref",
+                "--test",
+                "pool",
+            ],
+            &[("MIRIFLAGS", "-Zmiri-strict-provenance")],
+        );
     }
     if !host_only {
         for t in &targets {
