@@ -479,6 +479,68 @@ fn a_warning_hook_that_panics_leaves_the_count_in_its_zone() {
     assert!(s.get() && !r.get());
 }
 
+// ---- a panic inside a grace-period step, in every build ------------------------------
+
+/// Where the pause hook panics next (the test builds' pause points are callbacks inside
+/// a step, like the heavy fence of the asymmetric build): 0 = nowhere.
+static PANIC_AT_SCAN: AtomicU32 = AtomicU32::new(0);
+
+fn panicking_pause(p: rcuref::mutants::Point) {
+    if let rcuref::mutants::Point::GpBeforeScan(_) = p {
+        let n = PANIC_AT_SCAN.load(SeqCst);
+        if n != 0 {
+            PANIC_AT_SCAN.store(n - 1, SeqCst);
+            if n == 1 {
+                panic!("injected: a callback inside a step");
+            }
+        }
+    }
+}
+
+/// A callback inside a step panics at a grace period's first or second wait, four
+/// times per domain; grace periods must keep ending for laps after each.
+fn panicking_step() {
+    rcuref::mutants::set_pause_hook(Some(panicking_pause));
+    let result = catch_unwind(|| {
+        for k in 1..=2 {
+            let rcu: Rcu<4> = Rcu::new();
+            for round in 0..4 {
+                PANIC_AT_SCAN.store(k, SeqCst);
+                let r = catch_unwind(AssertUnwindSafe(|| {
+                    let _ = rcu.start_poll().poll();
+                }));
+                assert!(r.is_err(), "k = {k}, round {round}: the injected panic did not happen");
+                PANIC_AT_SCAN.store(0, SeqCst);
+                laps(&rcu, 2);
+            }
+        }
+    });
+    rcuref::mutants::set_pause_hook(None);
+    PANIC_AT_SCAN.store(0, SeqCst);
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+}
+
+#[test]
+fn a_panic_inside_a_step_leaves_grace_periods_running() {
+    let _s = Setup::new(Mutant::None);
+    panicking_step();
+}
+
+#[test]
+fn negative_control_a_step_that_leaves_its_registration_on_a_panic_is_caught() {
+    let _s = Setup::new(Mutant::RegistrationKeptOnPanic);
+    let r = catch_unwind(panicking_step);
+    let msg = r.expect_err("grace periods kept ending with the registration kept");
+    let msg = msg
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| msg.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default();
+    assert!(msg.contains("never ended"), "failed for another reason: {msg}");
+}
+
 // ---- the heavy fence (asymmetric-fence build) ---------------------------------------
 
 /// A heavy fence that panics once when asked to. It fences only the calling thread,

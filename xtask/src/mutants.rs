@@ -283,9 +283,10 @@ fn loom_group(mutant: &str) -> &'static str {
 
 /// The `--cargo-arg` values that select a group's loom test binaries.
 fn loom_tests(group: &str) -> Vec<String> {
-    let all = ["file_ref", "rcu", "pool"];
+    // The RCU group also runs the interrupt models (a handler at every gap).
+    let all = ["file_ref", "rcu", "pool", "interrupts"];
     all.iter()
-        .filter(|m| group == "all" || group == **m)
+        .filter(|m| group == "all" || group == **m || (group == "rcu" && **m == "interrupts"))
         .map(|m| format!("--cargo-arg=loom_{m}"))
         .collect()
 }
