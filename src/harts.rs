@@ -34,8 +34,10 @@ const NESTED: u8 = 2;
 fn disable_interrupts() -> bool {
     let old: usize;
     // SAFETY: `csrrci` on mstatus in machine mode (this module's documented requirement)
-    // only clears the interrupt-enable bit; it touches no memory.
-    unsafe { core::arch::asm!("csrrci {0}, mstatus, 8", out(reg) old, options(nomem, nostack)) };
+    // only clears the interrupt-enable bit. It is *not* marked `nomem`: the asm must also
+    // be a compiler barrier, or the critical section's memory accesses could be moved
+    // before interrupts are masked.
+    unsafe { core::arch::asm!("csrrci {0}, mstatus, 8", out(reg) old, options(nostack)) };
     old & 8 != 0
 }
 
@@ -76,8 +78,11 @@ unsafe impl critical_section::Impl for Harts {
         }
         if state & MIE_WAS_ON != 0 {
             // SAFETY: interrupts were enabled when the matching `acquire` ran; setting
-            // mstatus.MIE in machine mode touches no memory.
-            unsafe { core::arch::asm!("csrsi mstatus, 8", options(nomem, nostack)) };
+            // mstatus.MIE in machine mode touches no memory, but the asm is not `nomem`:
+            // as a compiler barrier it keeps the critical section's accesses before the
+            // point where an interrupt handler on this hart could enter one of its own
+            // (it would be taken for a nested acquire).
+            unsafe { core::arch::asm!("csrsi mstatus, 8", options(nostack)) };
         }
     }
 }
