@@ -64,6 +64,7 @@ probe! {
         zoned::repair::<u32>(cnt, from, to).is_ok()
     }
     rcuref_path_init32(cnt: &AtomicU32, raw: u32) { zoned::init::<u32>(cnt, raw) }
+    rcuref_path_resaturate32(cnt: &AtomicU32) { zoned::resaturate::<u32>(cnt) }
     rcuref_path_claim_flag(flag: &AtomicBool) -> bool { crate::pool::free_map::claim_flag(flag) }
     rcuref_path_release_flag(flag: &AtomicBool) { crate::pool::free_map::release_flag(flag) }
     rcuref_path_location_load(cur: &AtomicU32) -> u32 { crate::pool::load_location(cur) }
@@ -82,6 +83,18 @@ probe! {
     rcuref_api_get32(r: &crate::FileRef32) -> bool { r.get() }
     rcuref_api_put32(r: &crate::FileRef32) -> bool { r.put() }
     rcuref_api_put_close32(r: &crate::FileRef32) -> bool { r.put_close() }
+    rcuref_api_cell_replace(cell: &crate::RcuCell<'static, u32, 4>, new: &'static mut u32) {
+        core::mem::forget(cell.replace(new));
+    }
+    rcuref_api_pool_get(
+        cell: &crate::PoolCell<'static, u32, 4>,
+        guard: &crate::Guard<'_, 'static, 4>
+    ) -> bool {
+        let h = cell.get(guard);
+        let found = h.is_some();
+        core::mem::forget(h);
+        found
+    }
 }
 
 // The weakened twins. Each names what it drops from the path it copies.
@@ -132,6 +145,9 @@ probe! {
     }
     rcuref_twin_repair32_as_store(cnt: &AtomicU32, to: u32) { cnt.store(to, Relaxed) }
     rcuref_twin_init32_relaxed(cnt: &AtomicU32, raw: u32) { cnt.store(raw, Relaxed) }
+    rcuref_twin_resaturate32_relaxed(cnt: &AtomicU32) {
+        cnt.store(crate::FileRef32::SATURATED, Relaxed)
+    }
     rcuref_twin_claim_flag_relaxed(flag: &AtomicBool) -> bool { !flag.swap(true, Relaxed) }
     rcuref_twin_claim_flag_split(flag: &AtomicBool) -> bool {
         let was = flag.load(Relaxed);

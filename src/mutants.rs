@@ -158,6 +158,10 @@ mutants! {
     /// one read-modify-write, so two allocators can both claim it.
     CheckThenClaim,
 
+    /// RCU: `RcuCell::replace` and `RcuValue`'s publish take the cookie before the swap
+    /// that unpublishes the old value: a grace period that began before the unpublish
+    /// (another driver's) can end while a reader that loaded the old value is inside.
+    CookieBeforeUnpublish,
     /// RCU: a `ContextReader`'s nested lock has no fence, as before the second review's
     /// finding 1: a handler that interrupts the outermost lock between its slot store
     /// and its fence runs its whole section before the announcement is ordered before
@@ -366,22 +370,26 @@ mod hooks {
     }
 
     /// An interrupt point: runs the armed handler if it is armed for `gap` on `slot`.
+    ///
+    /// Relaxed loads and a relaxed store only: no barrier of its own at the gap (a
+    /// compare-exchange here was a full barrier, which hid exactly the reorderings an
+    /// interrupt point exists to expose). One-shot without a read-modify-write is exact
+    /// because only the slot's owner context reaches the slot's gaps, and the arming
+    /// happens before that context starts.
     #[inline]
     pub(crate) fn interrupt(gap: Gap, slot: &crate::sync::AtomicU32) {
         if IRQ_GAP.load(Ordering::Relaxed) != gap as u8
             || IRQ_SLOT.load(Ordering::Relaxed) != slot as *const _ as usize
-            || IRQ_GAP
-                .compare_exchange(gap as u8, 0, Ordering::SeqCst, Ordering::Relaxed)
-                .is_err()
         {
             return;
         }
-        let p = IRQ_HANDLER.load(Ordering::SeqCst);
+        IRQ_GAP.store(0, Ordering::Relaxed);
+        let p = IRQ_HANDLER.load(Ordering::Relaxed);
         // SAFETY: `IRQ_HANDLER` is only ever set from a `fn(usize)` in `set_interrupt`, and
         // `IRQ_GAP` is non-zero only after it was; function and data pointers have the same
         // representation on every target this crate supports.
         let f: fn(usize) = unsafe { core::mem::transmute::<*mut (), fn(usize)>(p) };
-        f(IRQ_ARG.load(Ordering::SeqCst));
+        f(IRQ_ARG.load(Ordering::Relaxed));
     }
 }
 #[cfg(any(loom, rcuref_mutants))]

@@ -6,12 +6,15 @@
 //!
 //! Every section checks that what it read stays live until it leaves; a handler also
 //! checks after it returns that the section it interrupted still protects what that
-//! section reads. The interrupt must fire at its gap in every round. x86 is TSO: the
-//! reordering behind the second review's finding 1 (a nested lock without a fence) does
-//! not happen here; the loom models (`tests/loom_interrupts.rs`) and the litmus suite
-//! (`litmus/`) catch that one. What this catches on real cores is a handler's section
-//! that grace periods do not wait for, or one that ends the section it interrupted
-//! (`Mutant::NestingIgnored`, its control).
+//! section reads. The interrupt must fire at its gap in every round; an interrupt point
+//! adds no barrier of its own (relaxed loads and a store). The reordering behind the
+//! second review's finding 1 (a nested lock without a fence) is store buffering, which
+//! x86 allows, but its window is a few nanoseconds against a writer that scans every
+//! few hundred: this test does not reach it. The loom models
+//! (`tests/loom_interrupts.rs`) and the litmus suite (`litmus/`) catch that one. What
+//! this catches on real cores is a handler's section that grace periods do not wait
+//! for, or one that ends the section it interrupted (`Mutant::NestingIgnored`, its
+//! control).
 #![cfg(all(rcuref_mutants, target_os = "linux", not(miri)))]
 
 use rcuref::mutants::{interrupt_pending, select, set_interrupt, Gap, Mutant};

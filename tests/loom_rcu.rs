@@ -509,3 +509,172 @@ fn safety_does_not_depend_on_the_phase_readers_record() {
     select(Mutant::None);
     assert!(result.is_ok(), "a model failed with a frozen phase word");
 }
+
+/// A payload loom watches, as an `RcuCell` or `RcuValue` holds it: readers read it under a
+/// guard, the reclaimer (or its drop) writes it once its grace period has ended.
+struct Payload(UnsafeCell<u32>);
+// SAFETY: (test) loom's cell checks every access; the payload is shared exactly as the
+// RCU types share a `T: Sync`.
+unsafe impl Sync for Payload {}
+// SAFETY: as above.
+unsafe impl Send for Payload {}
+
+impl Payload {
+    fn read(&self) {
+        // SAFETY: (test) loom checks this read against the reclaimer's write.
+        let v = self.0.with(|p| unsafe { *p });
+        assert_eq!(v, LIVE, "read reclaimed data");
+    }
+    fn free(&self) {
+        // SAFETY: (test) loom checks this write against every reader's read.
+        self.0.with_mut(|p| unsafe { *p = FREED });
+    }
+}
+
+/// A `Payload` whose drop frees it (an `RcuValue` drops a retired value when its buffer
+/// is reused).
+struct Dropped(Payload);
+impl Drop for Dropped {
+    fn drop(&mut self) {
+        self.0.free();
+    }
+}
+
+/// `RcuCell::replace`, then the retired value polled back and freed, while a reader loads
+/// under a guard and a second context drives grace periods: the cookie must be taken
+/// after the unpublish, or another driver's grace period that began before it ends under
+/// the reader.
+fn cell_replace_and_reclaim() {
+    model(2, || {
+        let rcu: &'static Rcu<4> = Box::leak(Box::new(Rcu::new()));
+        let first: &'static mut Payload = Box::leak(Box::new(Payload(UnsafeCell::new(LIVE))));
+        let second: &'static mut Payload = Box::leak(Box::new(Payload(UnsafeCell::new(LIVE))));
+        let cell: &'static rcuref::RcuCell<'static, Payload, 4> =
+            Box::leak(Box::new(rcuref::RcuCell::new(rcu, first)));
+        let reader = thread::spawn(move || {
+            let r = rcu.register().unwrap();
+            r.read(|g| cell.load(g).read());
+        });
+        let driver = thread::spawn(move || {
+            let _ = rcu.start_poll().poll();
+        });
+        let mut retired = cell.replace(second);
+        let old = loop {
+            match retired.try_reclaim() {
+                Ok(v) => break v,
+                Err(r) => {
+                    retired = r;
+                    thread::yield_now();
+                }
+            }
+        };
+        old.free();
+        reader.join().unwrap();
+        driver.join().unwrap();
+    });
+}
+
+/// `RcuValue`: two replacements into two buffers, the second reusing (and dropping) the
+/// first one's old value once its grace period has ended, while a reader loads and a
+/// second context drives grace periods.
+fn value_replace_twice() {
+    model(2, || {
+        let rcu: &'static Rcu<4> = Box::leak(Box::new(Rcu::new()));
+        let value: &'static rcuref::RcuValue<'static, Dropped, 2, 4> = Box::leak(Box::new(
+            rcuref::RcuValue::new(rcu, Dropped(Payload(UnsafeCell::new(LIVE)))),
+        ));
+        let reader = thread::spawn(move || {
+            let r = rcu.register().unwrap();
+            r.read(|g| value.load(g).0.read());
+        });
+        let driver = thread::spawn(move || {
+            let _ = rcu.start_poll().poll();
+        });
+        assert!(value
+            .try_replace(Dropped(Payload(UnsafeCell::new(LIVE))))
+            .is_ok());
+        // The second replacement drops the first value once its grace period ends.
+        let mut next = Dropped(Payload(UnsafeCell::new(LIVE)));
+        loop {
+            match value.try_replace(next) {
+                Ok(()) => break,
+                Err(r) => {
+                    next = r.value;
+                    thread::yield_now();
+                }
+            }
+        }
+        reader.join().unwrap();
+        driver.join().unwrap();
+        // The value is leaked, never dropped: its remaining buffers need no checking.
+    });
+}
+
+#[test]
+fn rcu_cell_reclaims_after_its_grace_period_with_two_drivers() {
+    cell_replace_and_reclaim();
+}
+
+#[test]
+fn rcu_value_drops_after_its_grace_period_with_two_drivers() {
+    value_replace_twice();
+}
+
+#[test]
+fn catches_a_cookie_taken_before_the_unpublish_in_rcu_cell() {
+    must_catch(Mutant::CookieBeforeUnpublish, cell_replace_and_reclaim);
+}
+
+#[test]
+fn catches_a_cookie_taken_before_the_unpublish_in_rcu_value() {
+    must_catch(Mutant::CookieBeforeUnpublish, value_replace_twice);
+}
+
+/// A cookie moved to another context as a number (`into_raw`, `cookie_from_raw`) through
+/// an atomic mailbox: a reclaimer started before the cookie was taken frees what the
+/// writer retired once the cookie says done, while a reader that loaded it is inside.
+fn cookie_through_a_mailbox(store: Ordering, load: Ordering) {
+    use loom::sync::atomic::AtomicU32;
+    const EMPTY: u32 = u32::MAX;
+    model(2, move || {
+        let w = World::new();
+        let mailbox = Arc::new(AtomicU32::new(EMPTY));
+        let (h, m) = (w.clone(), mailbox.clone());
+        let reclaimer = thread::spawn(move || {
+            let raw = m.load(load);
+            if raw != EMPTY && h.rcu.cookie_from_raw(raw).poll() {
+                // SAFETY: (test) loom checks this write against the reader's read.
+                h.bufs[0].with_mut(|p| unsafe { *p = FREED });
+            }
+        });
+        assert!(w.rcu.start_poll().poll()); // one grace period: the counter moves on
+        let r = w.clone();
+        let reader = thread::spawn(move || {
+            let me = r.rcu.register().unwrap();
+            me.read(|_| r.read_current());
+        });
+        let old = w.current.swap(1, Ordering::AcqRel);
+        assert_eq!(old, 0);
+        mailbox.store(w.rcu.start_poll().into_raw(), store);
+        reader.join().unwrap();
+        reclaimer.join().unwrap();
+    });
+}
+
+/// The documented way: the number moves with Release/Acquire.
+#[test]
+fn a_cookie_moved_with_release_and_acquire_is_answered_in_time() {
+    cookie_through_a_mailbox(Ordering::Release, Ordering::Acquire);
+}
+
+/// Why the docs require it (found by review): moved with relaxed accesses, the other
+/// context can read a counter older than the cookie's and be told done at once.
+#[test]
+fn a_cookie_moved_without_happens_before_can_be_answered_early() {
+    let r =
+        std::panic::catch_unwind(|| cookie_through_a_mailbox(Ordering::Relaxed, Ordering::Relaxed));
+    assert!(
+        r.is_err(),
+        "a relaxed mailbox was never answered early: the docs' warning is stale"
+    );
+}

@@ -509,7 +509,10 @@ fn panicking_step() {
                 let r = catch_unwind(AssertUnwindSafe(|| {
                     let _ = rcu.start_poll().poll();
                 }));
-                assert!(r.is_err(), "k = {k}, round {round}: the injected panic did not happen");
+                assert!(
+                    r.is_err(),
+                    "k = {k}, round {round}: the injected panic did not happen"
+                );
                 PANIC_AT_SCAN.store(0, SeqCst);
                 laps(&rcu, 2);
             }
@@ -538,7 +541,10 @@ fn negative_control_a_step_that_leaves_its_registration_on_a_panic_is_caught() {
         .cloned()
         .or_else(|| msg.downcast_ref::<&str>().map(|s| s.to_string()))
         .unwrap_or_default();
-    assert!(msg.contains("never ended"), "failed for another reason: {msg}");
+    assert!(
+        msg.contains("never ended"),
+        "failed for another reason: {msg}"
+    );
 }
 
 // ---- the heavy fence (asymmetric-fence build) ---------------------------------------

@@ -265,11 +265,19 @@ fn put_slow<W: Word>(cnt: &W::Atomic, new: W) -> bool {
         warn(Warning::ImbalancedPut);
         return false;
     }
-    // Saturated: leak. `Release`, so that a later get that reads this value still
-    // synchronises with everything this holder saw (the object's initialisation).
-    W::store(cnt, W::SATURATED, Release);
+    // Saturated: leak.
+    resaturate::<W>(cnt);
     warn(Warning::Saturated);
     false
+}
+
+/// A put on a saturated count puts SATURATED back with a `Release` store, so that a
+/// later get that reads this value still synchronises with everything this holder saw,
+/// the object's initialisation included (litmus: `fileref-resaturate-keeps-release-sequence`;
+/// relaxed, C++20's release sequences would end here).
+#[inline(always)]
+pub(crate) fn resaturate<W: Word>(cnt: &W::Atomic) {
+    W::store(cnt, W::SATURATED, Release);
 }
 
 /// The last put's mark: NOREF → DEAD with a `Release` compare-exchange, and on success

@@ -99,8 +99,9 @@ impl<'a, T, const N: usize> RcuCell<'a, T, N> {
     /// Publishes `new` and retires the previous value; the old value comes back as
     /// `&'a mut T` from the [`Retired`] once a grace period has passed.
     pub fn replace(&self, new: &'a mut T) -> Retired<'a, T, N> {
+        let early = mutant!(CookieBeforeUnpublish).then(|| self.rcu.start_poll());
         let old = publish(&self.ptr, new);
-        let cookie = self.rcu.start_poll();
+        let cookie = early.unwrap_or_else(|| self.rcu.start_poll());
         // SAFETY: `ptr` is never null: it only ever holds references given to the cell.
         let old = unsafe { NonNull::new_unchecked(old) };
         // INVARIANT: `old` is unpublished (the swap took it out) and `cookie` was taken

@@ -127,9 +127,15 @@ impl<const N: usize> Rcu<N> {
     /// * `slot` is below the `dedicated` count this domain was created with
     ///   ([`with_dedicated`](Self::with_dedicated));
     /// * every `ContextReader` of that slot (there may be copies, and several calls) is
-    ///   used from one context only: one CPU's thread of execution, or one interrupt
-    ///   priority level, **plus** the interrupt or trap handlers that preempt that
-    ///   context on the same core;
+    ///   used from one context only: one flow of control (one CPU's idle loop, one
+    ///   kernel thread, one interrupt priority level), **plus** the interrupt or trap
+    ///   handlers that preempt that context on the same core. Handlers nest strictly: a
+    ///   handler runs to completion before the code it interrupted resumes, which is
+    ///   what makes the slot's load-then-store exact. Two threads that a scheduler
+    ///   switches between, even on one CPU, do not nest strictly (one can be preempted
+    ///   between its load and its store while the other changes the slot and keeps
+    ///   running): give each its own slot, or make the switch impossible inside a
+    ///   section (a per-CPU reader used with preemption disabled, as the kernel does);
     /// * a handler that uses it leaves every section it entered before it returns (it
     ///   holds no guard across its return; leaking one with `mem::forget` is allowed:
     ///   that level is then lost, which is harmless).
@@ -234,6 +240,14 @@ impl<const N: usize> Rcu<N> {
 
     /// A cookie back from [`GpCookie::into_raw`], to keep one in an atomic (an
     /// interrupt handler's state, say).
+    ///
+    /// **The number must reach this context with happens-before** from the context that
+    /// took the cookie: the same context (or an interrupt handler of the same core), a
+    /// `Release` store and an `Acquire` load of the atomic that carries it, a lock. A
+    /// number read with a relaxed load on another core can meet an older view of the
+    /// counter than the one the cookie was taken at, and such a cookie may be answered
+    /// done before its grace period has ended (`tests/loom_rcu.rs`,
+    /// `a_cookie_moved_without_happens_before_can_be_answered_early`, found by review).
     ///
     /// A number that did not come from a cookie of this domain answers about an
     /// arbitrary point of this domain's grace-period sequence: nothing unsafe follows
@@ -532,7 +546,8 @@ impl<'d, const N: usize> GpCookie<'d, N> {
     }
 
     /// The cookie as a number, to keep it in an atomic; [`Rcu::cookie_from_raw`] of the
-    /// same domain turns it back.
+    /// same domain turns it back. Move it to another core with `Release`/`Acquire` (see
+    /// there why).
     pub fn into_raw(self) -> u32 {
         self.target
     }
@@ -737,8 +752,10 @@ fn backoff(attempts: u32) {
 
 /// The most spin-loop hints between two attempts of a blocking wait (a few hundred
 /// nanoseconds to a few microseconds, depending on the core).
+#[cfg(not(loom))]
 const MAX_BACKOFF: u32 = 64;
 /// `2^BACKOFF_SHIFT >= MAX_BACKOFF`: where the doubling stops.
+#[cfg(not(loom))]
 const BACKOFF_SHIFT: u32 = 6;
 
 /// Turns a plain wait hook (`FnMut()`) into one that never gives up.
@@ -1053,8 +1070,11 @@ pub const DETECTS_WAIT_IN_OTHER_SECTION: bool =
 /// in each domain, so a blocking wait from inside one (of any reader of that domain) is
 /// an error instead of a deadlock. Keyed by the domain's address and process-unique
 /// number; up to `DOMAINS` domains per thread are tracked at once (a thread inside
-/// sections of more domains than that goes undetected in the extra ones, never falsely
-/// reported).
+/// sections of more domains than that goes undetected in the extra ones). A diagnostic,
+/// not part of any safety argument: it is not reentrant against a signal handler that
+/// reads on the same thread, and an outermost guard that such a handler leaks leaves
+/// the thread's count raised, so later waits on that thread are refused with
+/// `InReadSection` (a refusal, never a missed section of the slot itself).
 #[cfg(all(feature = "std", debug_assertions, not(loom)))]
 mod open_sections {
     use core::cell::Cell;

@@ -81,6 +81,11 @@ pub unsafe trait HeavyFence {
 /// `--cfg rcuref_asymmetric_fence`. Invoke it once in the binary, e.g.
 /// `rcuref::set_heavy_fence!(rcuref::rcu::Membarrier);`. Without it, a binary built with
 /// the cfg fails to link, naming `_rcuref_heavy_fence_v1`.
+///
+/// The link-time symbol is the same kind of hook as `critical-section`'s: in edition 2021
+/// any crate can define a `#[no_mangle]` function of that name without writing `unsafe`
+/// (edition 2024 requires `#[unsafe(no_mangle)]`). Defining it by hand, bypassing the
+/// unsafe [`HeavyFence`] contract, is the binary's promise all the same.
 #[macro_export]
 macro_rules! set_heavy_fence {
     ($t:ty) => {

@@ -58,24 +58,25 @@ impl Drop for Unlock<'_> {
 }
 
 impl<'d, T, const K: usize, const N: usize> RcuValue<'d, T, K, N> {
-    /// A value publishing `initial`, protected by the read sections of `rcu`; usable in a
-    /// `static`. `K` must be at least 2.
-    #[cfg(not(loom))]
-    pub const fn new(rcu: &'d Rcu<N>, initial: T) -> Self {
-        assert!(
-            K >= 2,
-            "an RcuValue needs at least two buffers to replace its value"
-        );
-        let mut bufs = [const { UnsafeCell::new(MaybeUninit::uninit()) }; K];
-        bufs[0] = UnsafeCell::new(MaybeUninit::new(initial));
-        let mut state = [Buf::Empty; K];
-        state[0] = Buf::Current;
-        RcuValue {
-            rcu,
-            current: AtomicU32::new(0),
-            writing: AtomicBool::new(false),
-            state: UnsafeCell::new(state),
-            bufs,
+    const_fn! {
+        /// A value publishing `initial`, protected by the read sections of `rcu`; usable
+        /// in a `static`. `K` must be at least 2.
+        pub const fn new(rcu: &'d Rcu<N>, initial: T) -> Self {
+            assert!(
+                K >= 2,
+                "an RcuValue needs at least two buffers to replace its value"
+            );
+            let mut bufs = [const { UnsafeCell::new(MaybeUninit::uninit()) }; K];
+            bufs[0] = UnsafeCell::new(MaybeUninit::new(initial));
+            let mut state = [Buf::Empty; K];
+            state[0] = Buf::Current;
+            RcuValue {
+                rcu,
+                current: AtomicU32::new(0),
+                writing: AtomicBool::new(false),
+                state: UnsafeCell::new(state),
+                bufs,
+            }
         }
     }
 
@@ -244,8 +245,10 @@ impl<'d, T, const K: usize, const N: usize> RcuValue<'d, T, K, N> {
         // SAFETY: buffer `i` is empty and not current, and we hold `writing`: nobody else
         // reads or writes it.
         unsafe { (*self.bufs[i].get()).write(value) };
+        let early = mutant!(CookieBeforeUnpublish).then(|| self.rcu.start_poll());
         let old = publish_index(&self.current, i as u32) as usize;
-        let cookie = self.rcu.start_poll(); // after the unpublish (the swap)
+        // After the unpublish (the swap).
+        let cookie = early.unwrap_or_else(|| self.rcu.start_poll());
         let st = self.state();
         st[i] = Buf::Current;
         // INVARIANT: retired until a grace period that starts after its unpublish.

@@ -453,6 +453,10 @@ pub fn signature(ops: &[MemOp]) -> String {
 /// path through it.
 pub struct Extracted {
     pub paths: BTreeMap<String, Vec<MemOp>>,
+    /// Every distinct path through each path function, the main one included: a branch
+    /// that skips a barrier (a fence only at some depth, say) adds one, and the committed
+    /// code file lists them all.
+    pub all: BTreeMap<String, Vec<Vec<MemOp>>>,
     pub api: BTreeMap<String, Vec<Vec<MemOp>>>,
 }
 
@@ -464,6 +468,7 @@ pub fn extract(
 ) -> Result<Extracted, String> {
     let funcs = disassemble(objdump, rlib, symbols)?;
     let mut paths_out = BTreeMap::new();
+    let mut all = BTreeMap::new();
     let mut api = BTreeMap::new();
     for s in symbols {
         // A symbol this target does not have (64-bit paths on 32-bit targets) is left
@@ -480,15 +485,45 @@ pub fn extract(
                 .unwrap_or(s)
                 .to_string();
             paths_out.insert(name.clone(), main_path(arch, s, insns)?);
+            let mut every = paths(arch, insns).map_err(|e| format!("{s}: {e}"))?;
+            every.sort_by_key(|p| signature(p));
+            every.dedup();
+            all.insert(name.clone(), every);
         }
     }
     Ok(Extracted {
         paths: paths_out,
+        all,
         api,
     })
 }
 
-/// Whether `needle` occurs contiguously in `hay`.
+/// A plain load or store (no acquire or release of its own): what an entry point may
+/// do between the paths it inlines (load a field of the reader, the cell, the pool).
+fn plain(op: &MemOp) -> bool {
+    matches!(op.kind, Kind::Load | Kind::Store)
+        && !["ldar", "ldapr", "stlr", "ldapur", "stlur"]
+            .iter()
+            .any(|p| op.mn.starts_with(p))
+}
+
+/// Whether `needle` occurs in `hay` in order, with nothing between its operations but
+/// plain loads and stores (no barrier, no ordered access, no read-modify-write).
 pub fn contains(hay: &[MemOp], needle: &[MemOp]) -> bool {
-    needle.is_empty() || hay.windows(needle.len()).any(|w| w == needle)
+    if needle.is_empty() {
+        return true;
+    }
+    (0..hay.len()).any(|start| {
+        let mut k = 0;
+        let mut i = start;
+        while k < needle.len() && i < hay.len() {
+            if hay[i] == needle[k] {
+                k += 1;
+            } else if !(k > 0 && plain(&hay[i])) {
+                return false;
+            }
+            i += 1;
+        }
+        k == needle.len()
+    })
 }

@@ -224,9 +224,78 @@ fn code_text(cfg: &Config, x: &Extracted) -> String {
     );
     for (name, ops) in &x.paths {
         s.push_str(&format!("{name}: {}\n", code::signature(ops)));
+        // The other paths through it (a test models the first; these are what a branch
+        // skips on the way out: a failed exchange, a slow path called).
+        for other in x.all.get(name).into_iter().flatten().filter(|p| *p != ops) {
+            s.push_str(&format!("    or: {}\n", code::signature(other)));
+        }
     }
     s
 }
+
+/// The library's LLVM IR for AArch64 (the orderings do not depend on the target there).
+fn build_ir() -> Result<PathBuf, String> {
+    let dir = workspace_root().join("target/litmus-ir");
+    let o = Command::new("cargo")
+        .current_dir(workspace_root())
+        .args(["rustc", "-q", "--release", "-p", "rcuref", "--lib"])
+        .args(["--target", "aarch64-unknown-none", "--target-dir"])
+        .arg(&dir)
+        .args(["--", "--emit=llvm-ir", "-C", "codegen-units=1"])
+        .env("RUSTFLAGS", "--cfg rcuref_code_probe")
+        .env_remove("CARGO_TARGET_DIR")
+        .output()
+        .map_err(|e| format!("cargo: {e}"))?;
+    if !o.status.success() {
+        return Err(format!(
+            "building the IR failed:\n{}",
+            String::from_utf8_lossy(&o.stderr)
+        ));
+    }
+    let deps = dir.join("aarch64-unknown-none/release/deps");
+    std::fs::read_dir(&deps)
+        .map_err(|e| format!("{}: {e}", deps.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.extension().is_some_and(|e| e == "ll")
+                && p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("rcuref-"))
+        })
+        .max_by_key(|p| p.metadata().and_then(|m| m.modified()).ok())
+        .ok_or_else(|| format!("no rcuref-*.ll in {}", deps.display()))
+}
+
+/// The spec's orderings against the source's (the IR): the problems found.
+fn check_source_orders(ir: &BTreeMap<String, Vec<ir::Op>>) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (name, _, ops) in spec::PATHS {
+        let want = ir::of_spec(ops);
+        match ir.get(*name) {
+            None => problems.push(format!("source: no IR for path {name}")),
+            Some(have) => {
+                let agree =
+                    have.len() == want.len() && have.iter().zip(&want).all(|(h, w)| ir::same(h, w));
+                if !agree {
+                    let show = |v: &[ir::Op]| {
+                        v.iter()
+                            .map(ToString::to_string)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    };
+                    problems.push(format!(
+                        "source: path {name}: the source's atomic operations are [{}], the spec (and so its C11 tests) says [{}]",
+                        show(have),
+                        show(&want)
+                    ));
+                }
+            }
+        }
+    }
+    problems
+}
+
+mod ir;
 
 /// Checks the object code against the orderings of the spec and the public entry
 /// points; returns the problems found.
@@ -249,31 +318,50 @@ fn check_code(cfg: &Config, x: &Extracted) -> Vec<String> {
             )),
         }
     }
-    const INLINED: &[(&str, &[&str])] = &[
+    // Each entry point must contain, on some path through it, each listed sequence of
+    // paths back to back: the library composes its paths in that order (a cookie after
+    // the unpublish; a lookup's load, get, re-check).
+    const INLINED: &[(&str, &[&[&str]])] = &[
         (
             "read_section",
-            &["own_slot", "lock_outer", "lock_nested", "unlock"],
+            &[
+                &["own_slot"],
+                &["lock_outer"],
+                &["lock_nested"],
+                &["unlock"],
+            ],
         ),
         (
             "context_read_section",
-            &["own_slot", "lock_outer", "lock_nested_in_context", "unlock"],
+            &[
+                &["own_slot"],
+                &["lock_outer"],
+                &["lock_nested_in_context"],
+                &["unlock"],
+            ],
         ),
-        ("get32", &["get32"]),
-        ("put32", &["put32"]),
-        ("put_close32", &["close32", "put32"]),
+        ("get32", &[&["get32"]]),
+        ("put32", &[&["put32"]]),
+        ("put_close32", &[&["close32"], &["put32"]]),
+        ("cell_replace", &[&["cell_publish", "cookie_snapshot"]]),
+        ("pool_get", &[&["location_load", "get32", "location_load"]]),
     ];
-    for (api, parts) in INLINED {
+    for (api, seqs) in INLINED {
         let Some(paths) = x.api.get(*api) else {
             problems.push(format!("{}: entry point {api} not found", cfg.name));
             continue;
         };
-        for p in *parts {
-            let Some(sig) = x.paths.get(*p) else { continue };
-            if !paths.iter().any(|path| code::contains(path, sig)) {
+        for seq in *seqs {
+            let mut sig: Vec<MemOp> = Vec::new();
+            for p in *seq {
+                sig.extend(x.paths.get(*p).cloned().unwrap_or_default());
+            }
+            if !paths.iter().any(|path| code::contains(path, &sig)) {
                 problems.push(format!(
-                    "{}: the entry point {api} does not contain path {p} ({}) on any of its paths",
+                    "{}: the entry point {api} does not contain {} ({}) on any of its paths",
                     cfg.name,
-                    code::signature(sig)
+                    seq.join(" then "),
+                    code::signature(&sig)
                 ));
             }
         }
@@ -413,6 +501,13 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let extracted = extract_all(&rlibs)?;
     let mut failures: Vec<String> = Vec::new();
     let mut passed = 0u64;
+    // 0. The spec's orderings against the source's.
+    let ir_ops = ir::read(&build_ir()?)?;
+    let problems = check_source_orders(&ir_ops);
+    if problems.is_empty() {
+        passed += 1;
+    }
+    failures.extend(problems);
     // 1. The object code against the spec's orderings and the entry points.
     for c in CONFIGS.iter().filter(|c| c.arch.is_some()) {
         let x = extracted

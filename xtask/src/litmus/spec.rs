@@ -271,6 +271,11 @@ pub const PATHS: &[(&str, &str, &[A])] = &[
         &[St("cnt", P("raw"), Rel)],
     ),
     (
+        "resaturate32",
+        "file_ref::zoned::resaturate",
+        &[St("cnt", Imm(SATURATED), Rel)],
+    ),
+    (
         "claim_flag",
         "pool::free_map::claim_flag",
         &[Swap("flag", Imm(1), "old", Acq)],
@@ -441,6 +446,11 @@ pub const PATHS: &[(&str, &str, &[A])] = &[
         "twin_init32_relaxed",
         "init with a relaxed store",
         &[St("cnt", P("raw"), Rlx)],
+    ),
+    (
+        "twin_resaturate32_relaxed",
+        "a put re-saturating with a relaxed store",
+        &[St("cnt", Imm(SATURATED), Rlx)],
     ),
     (
         "twin_claim_flag_relaxed",
@@ -1262,6 +1272,51 @@ pub const TESTS: &[Test] = &[
                        that the store continues; on the hardware the gets' acquire orders \
                        it)",
                 swaps: &[("repair32", "twin_repair32_as_store")],
+                drops: &[],
+                on: &["c11-rs20"],
+            },
+            Twin {
+                name: "relaxed-get",
+                what: "the reading get relaxed",
+                swaps: &[("get32", "twin_get32_relaxed")],
+                drops: &[],
+                on: &[],
+            },
+        ],
+    },
+    Test {
+        name: "fileref-resaturate-keeps-release-sequence",
+        claim: "A put on a saturated count stores SATURATED back with Release, so a get \
+                that reads it still sees what init published (file_ref module docs, \
+                Memory ordering).",
+        init: &[("cnt", DEAD), ("x", 0)],
+        threads: &[
+            &[
+                Store("x", K(1)),
+                Call("init32", &[("cnt", L("cnt")), ("raw", K(SATURATED))]),
+            ],
+            &[
+                Call("put32", &[("cnt", L("cnt")), ("old", R("o1"))]),
+                When(
+                    "o1",
+                    Cmp::Eq,
+                    SATURATED,
+                    &[Call("resaturate32", &[("cnt", L("cnt"))])],
+                ),
+            ],
+            &[
+                Call("get32", &[("cnt", L("cnt")), ("old", R("o2"))]),
+                When("o2", Cmp::Eq, SATURATED, &[Load("x", "d")]),
+            ],
+        ],
+        exists: "1:o1=99 /\\ 2:o2=99 /\\ 2:d=0",
+        twins: &[
+            Twin {
+                name: "relaxed-resaturate",
+                what: "the re-saturating store relaxed: it ends init's release sequence \
+                       under C++20 (under C++11 the put's own SeqCst subtract heads one \
+                       the store continues; the hardware orders it after that acquire)",
+                swaps: &[("resaturate32", "twin_resaturate32_relaxed")],
                 drops: &[],
                 on: &["c11-rs20"],
             },
