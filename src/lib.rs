@@ -102,6 +102,19 @@ pub mod mutants;
 pub mod code_probe;
 
 #[cfg(any(
+    all(feature = "aarch64-cores", target_arch = "aarch64"),
+    all(
+        feature = "cortex-m-cores",
+        target_arch = "arm",
+        target_has_atomic = "32"
+    )
+))]
+#[cfg_attr(
+    docsrs,
+    doc(cfg(any(feature = "aarch64-cores", feature = "cortex-m-cores")))
+)]
+pub mod cores;
+#[cfg(any(
     target_has_atomic = "32",
     feature = "critical-section",
     portable_atomic_unsafe_assume_single_core,
