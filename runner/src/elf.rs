@@ -89,6 +89,13 @@ pub(crate) fn has_test_section(elf: &[u8]) -> bool {
         .unwrap_or(false)
 }
 
+/// Whether `elf` defines the symbol `name`.
+pub(crate) fn has_symbol(elf: &[u8], name: &str) -> bool {
+    object::File::parse(elf)
+        .map(|f| f.symbols().any(|s| s.name() == Ok(name)))
+        .unwrap_or(false)
+}
+
 /// Reads `len` bytes at virtual address `addr` from whichever loaded section holds it.
 fn read_at(file: &object::File, addr: u64, len: usize) -> Option<String> {
     for s in file.sections() {
@@ -114,11 +121,10 @@ pub(crate) fn decode_log(
     bytes: &[u8],
 ) -> Vec<String> {
     let Some(table) = table else {
-        return if bytes.is_empty() {
-            vec![]
-        } else {
-            vec![String::from_utf8_lossy(bytes).into_owned()]
-        };
+        return String::from_utf8_lossy(bytes)
+            .lines()
+            .map(str::to_string)
+            .collect();
     };
     let mut out = Vec::new();
     let mut dec = table.new_stream_decoder();

@@ -79,9 +79,7 @@ impl Known {
 }
 
 /// The machines this runner knows, by target triple (what `--target` selects unless
-/// `--machine` overrides it). Memory maps to link against: Cortex-M: FLASH at 0 (256K
-/// fits every machine here), RAM at 0x2000_0000 (16K on the micro:bit, 64K elsewhere);
-/// RISC-V `virt`: RAM at 0x8000_0000, `-bios none`.
+/// `--machine` overrides it). [`memory_map`] gives each machine's map to link against.
 #[rustfmt::skip]
 pub const KNOWN: &[Known] = &[
     Known::new("thumbv6m-none-eabi", "qemu-system-arm", "microbit", Some("cortex-m0"), None),
@@ -95,7 +93,96 @@ pub const KNOWN: &[Known] = &[
     Known::new("riscv32i-unknown-none-elf", "qemu-system-riscv32", "virt", None, None),
     Known::new("riscv64gc-unknown-none-elf", "qemu-system-riscv64", "virt", None, Some(2)),
     Known::new("riscv64imac-unknown-none-elf", "qemu-system-riscv64", "virt", None, Some(2)),
+    Known::new("aarch64-unknown-none", "qemu-system-aarch64", "virt", Some("cortex-a53"), Some(4)),
+    Known::new("aarch64-unknown-none-softfloat", "qemu-system-aarch64", "virt", Some("cortex-a53"), Some(4)),
 ];
+
+/// Machines a target may pick with `--machine` besides its [`KNOWN`] one, with what they
+/// need (`-cpu` is implied by these boards): `(target prefix, machine)`.
+const ALTERNATIVES: &[(&str, &str)] = &[("thumbv8m.main", "mps2-an521")];
+
+/// The memory map to link a firmware against for a QEMU machine (`--memory-map` prints
+/// it), as a `memory.x` for cortex-m-rt / riscv-rt, with what boots where. `qemu` tells
+/// the two `virt` machines apart.
+pub fn memory_map(qemu: &str, machine: &str) -> Option<&'static str> {
+    Some(match (machine, qemu) {
+        ("microbit", _) => {
+            "/* microbit (nRF51822, Cortex-M0): the vector table at 0. */
+MEMORY
+{
+  FLASH : ORIGIN = 0x00000000, LENGTH = 256K
+  RAM   : ORIGIN = 0x20000000, LENGTH = 16K
+}"
+        }
+        ("lm3s6965evb", _) => {
+            "/* lm3s6965evb (Stellaris, Cortex-M3): the vector table at 0. */
+MEMORY
+{
+  FLASH : ORIGIN = 0x00000000, LENGTH = 256K
+  RAM   : ORIGIN = 0x20000000, LENGTH = 64K
+}"
+        }
+        ("mps2-an385" | "mps2-an386" | "mps2-an500", _) => {
+            "/* mps2-an385/an386/an500 (Cortex-M3/M4/M7): the vector table at 0 (SSRAM1, 4M);
+   RAM in SSRAM2/3 at 0x2000_0000 (4M; 64K is plenty for tests). */
+MEMORY
+{
+  FLASH : ORIGIN = 0x00000000, LENGTH = 4M
+  RAM   : ORIGIN = 0x20000000, LENGTH = 4M
+}"
+        }
+        ("mps2-an505" | "mps2-an521", _) => {
+            "/* mps2-an505 (Cortex-M33) and mps2-an521 (two Cortex-M33, SSE-200): they boot
+   Secure, the vector table at 0x1000_0000 (the Secure alias of SSRAM1); RAM in the
+   Secure alias of SSRAM2/3. The classic map (0 / 0x2000_0000) locks up at reset
+   (`Lockup: can't escalate 3 to HardFault`). On mps2-an521 CPU1 waits until its
+   vector table is written to INITSVTOR1 (0x5002_1114) and CPUWAIT (0x5002_1118)
+   bit 1 is cleared. */
+MEMORY
+{
+  FLASH : ORIGIN = 0x10000000, LENGTH = 4M
+  RAM   : ORIGIN = 0x38000000, LENGTH = 2M
+}"
+        }
+        ("virt", q) if q.contains("riscv") => {
+            "/* RISC-V virt, -bios none: everything in RAM at 0x8000_0000 (128M by default);
+   every hart enters at the image's start. For riscv-rt, alias the regions: */
+MEMORY
+{
+  RAM : ORIGIN = 0x80000000, LENGTH = 16M
+}
+REGION_ALIAS(\"REGION_TEXT\", RAM);
+REGION_ALIAS(\"REGION_RODATA\", RAM);
+REGION_ALIAS(\"REGION_DATA\", RAM);
+REGION_ALIAS(\"REGION_BSS\", RAM);"
+        }
+        ("virt", q) if q.contains("aarch64") => {
+            "/* AArch64 virt, an ELF kernel at EL1 with no firmware: RAM at 0x4000_0000 (128M by
+   default), the kernel linked at 0x4008_0000; core 0 enters at the ELF entry, the
+   others stay off until PSCI CPU_ON (function 0xC400_0003 over `hvc`). GICv2
+   distributor 0x0800_0000, CPU interface 0x0801_0000; PL011 UART 0x0900_0000. The MMU
+   is off: exclusives work in QEMU, real cores need the MMU and caches on. */
+MEMORY
+{
+  RAM : ORIGIN = 0x40080000, LENGTH = 126M
+}"
+        }
+        _ => return None,
+    })
+}
+
+/// The emulator for a target triple, by its architecture.
+fn emulator_for(target: &str) -> &'static str {
+    if target.starts_with("riscv64") {
+        "qemu-system-riscv64"
+    } else if target.starts_with("riscv32") {
+        "qemu-system-riscv32"
+    } else if target.starts_with("aarch64") {
+        "qemu-system-aarch64"
+    } else {
+        "qemu-system-arm"
+    }
+}
 
 impl Machine {
     /// The known machine for `target`, if any.
@@ -110,14 +197,19 @@ impl Machine {
     }
 
     /// The arguments before the image: `-machine`, `-cpu`, `-smp`, `-bios none` on
-    /// RISC-V `virt`, and the extra ones.
-    fn args(&self) -> Vec<String> {
+    /// RISC-V `virt`, `-nic none` on `virt` (whose default network card needs a ROM
+    /// that minimal QEMU installs lack), and the extra ones.
+    pub fn args(&self) -> Vec<String> {
         let mut a = vec!["-machine".to_string(), self.machine.clone()];
         if let Some(cpu) = &self.cpu {
             a.extend(["-cpu".to_string(), cpu.clone()]);
         }
-        if self.qemu.contains("riscv") && !self.extra.iter().any(|e| e == "-bios") {
+        let given = |opts: &[&str]| self.extra.iter().any(|e| opts.contains(&e.as_str()));
+        if self.qemu.contains("riscv") && !given(&["-bios"]) {
             a.extend(["-bios".to_string(), "none".to_string()]);
+        }
+        if self.machine.split(',').next() == Some("virt") && !given(&["-nic", "-net", "-netdev"]) {
+            a.extend(["-nic".to_string(), "none".to_string()]);
         }
         if let Some(n) = self.smp {
             a.extend(["-smp".to_string(), n.to_string()]);
@@ -129,6 +221,7 @@ impl Machine {
 
 /// What one run was asked to do (the command line, parsed).
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct Options {
     /// The machine to boot.
     pub machine: Machine,
@@ -136,6 +229,8 @@ pub struct Options {
     pub elf: String,
     /// Test name filters (substrings, or exact names with `exact`).
     pub filters: Vec<String>,
+    /// Tests to leave out (`--skip`: substrings, or exact names with `exact`).
+    pub skip: Vec<String>,
     /// Filters match whole names.
     pub exact: bool,
     /// List the tests instead of running them.
@@ -150,19 +245,23 @@ pub struct Options {
     pub program_timeout: Duration,
     /// An explicit QEMU binary (else [`find_qemu`]).
     pub qemu_path: Option<String>,
+    /// A plain program's expected output: a file its decoded stdout must equal.
+    pub expect: Option<String>,
 }
 
 /// The usage text of the binary.
 pub const USAGE: &str = "usage: qemu-embedded-runner [OPTIONS] ELF [FILTER...] [--exact] [--list] [--ignored] [--include-ignored]
        qemu-embedded-runner install-qemu [--dir DIR]
+       qemu-embedded-runner --machines | --memory-map (--target T | --machine M)
 
 Runs an embedded-test suite (one fresh QEMU per test) or a plain firmware in QEMU, decodes
 its defmt log, prints libtest-style results. Use it as cargo's runner:
   [target.thumbv7em-none-eabihf]
   runner = \"qemu-embedded-runner --target thumbv7em-none-eabihf\"
 
-options:
+options (`--opt value` or `--opt=value`):
   --target T        the target triple; selects a known QEMU machine (see --machines)
+                    and the emulator (qemu-system-arm, -aarch64, -riscv32, -riscv64)
   --machine M       QEMU -machine (overrides the target's; needed for unknown targets)
   --cpu C           QEMU -cpu
   --smp N           cores/harts
@@ -171,23 +270,71 @@ options:
   --timeout SECS    timeout of tests without their own (default 60)
   --program-timeout SECS
                     timeout of a plain firmware (default 300)
+  --expect FILE     a plain firmware's output must equal FILE (a diff is shown if not)
   --machines        list the known targets and machines
+  --memory-map      print the memory map (memory.x) to link against for the machine
 
+The program's output goes to stdout, QEMU's own messages to stderr (as `qemu: ...`).
 QEMU is taken from --qemu, else from the folder in $QEMU_SYSTEM_DIR, else from PATH,
-else from where `install-qemu` put it.";
+else from where `install-qemu` last put it (remembered; default folder
+~/.local/share/qemu-embedded-runner/qemu).";
+
+/// The options that take a value.
+const WITH_VALUE: &[&str] = &[
+    "--target",
+    "--machine",
+    "--cpu",
+    "--smp",
+    "--qemu-arg",
+    "--qemu",
+    "--timeout",
+    "--program-timeout",
+    "--expect",
+    "--skip",
+    "--test-threads",
+    "--format",
+    "--color",
+    "-Z",
+];
+
+/// Splits `--opt=value` into `--opt value` (for the options that take one; a lone `=`
+/// form of a flag is left as it is, to be reported).
+fn split_equals(args: &[String]) -> Vec<String> {
+    let mut out = Vec::with_capacity(args.len());
+    let mut after_double_dash = false;
+    for a in args {
+        if !after_double_dash {
+            if a == "--" {
+                after_double_dash = true;
+                continue;
+            }
+            if let Some((opt, value)) = a.split_once('=') {
+                if WITH_VALUE.contains(&opt) {
+                    out.push(opt.to_string());
+                    out.push(value.to_string());
+                    continue;
+                }
+            }
+        }
+        out.push(a.clone());
+    }
+    out
+}
 
 /// Parses the command line (`args` without the program name). `Ok(None)` when there is
-/// nothing to run (`--machines`, `--help`: already printed).
+/// nothing to run (`--machines`, `--memory-map`, `--help`: already printed).
 ///
 /// # Errors
-/// A message for the user: an unknown option value, a missing ELF or machine.
+/// A message for the user: an unknown option or option value, a missing ELF or machine.
 pub fn parse(args: &[String]) -> Result<Option<Options>, String> {
+    let args = split_equals(args);
     let mut target = None;
     let (mut machine, mut cpu, mut smp, mut qemu_path) = (None, None, None, None);
     let mut extra = Vec::new();
     let mut elf = None;
-    let mut filters = Vec::new();
+    let (mut filters, mut skip) = (Vec::new(), Vec::new());
     let (mut exact, mut list, mut ignored_only, mut include_ignored) = (false, false, false, false);
+    let (mut print_map, mut expect) = (false, None);
     let mut test_timeout = Duration::from_secs(60);
     let mut program_timeout = Duration::from_secs(300);
     let mut it = args.iter();
@@ -196,22 +343,27 @@ pub fn parse(args: &[String]) -> Result<Option<Options>, String> {
             .map(Duration::from_secs)
             .ok_or_else(|| format!("{what} needs a number of seconds"))
     };
+    let value = |v: Option<&String>, what: &str| -> Result<String, String> {
+        v.cloned().ok_or_else(|| format!("{what} needs a value"))
+    };
     while let Some(a) = it.next() {
         match a.as_str() {
-            "--target" => target = it.next().cloned(),
-            "--machine" => machine = it.next().cloned(),
-            "--cpu" => cpu = it.next().cloned(),
+            "--target" => target = Some(value(it.next(), "--target")?),
+            "--machine" => machine = Some(value(it.next(), "--machine")?),
+            "--cpu" => cpu = Some(value(it.next(), "--cpu")?),
             "--smp" => {
                 smp = Some(
                     it.next()
                         .and_then(|s| s.parse().ok())
-                        .ok_or("--smp needs a number")?,
+                        .filter(|&n: &u32| n > 0)
+                        .ok_or("--smp needs a number of cores (1 or more)")?,
                 )
             }
-            "--qemu-arg" => extra.push(it.next().ok_or("--qemu-arg needs a value")?.clone()),
-            "--qemu" => qemu_path = it.next().cloned(),
+            "--qemu-arg" => extra.push(value(it.next(), "--qemu-arg")?),
+            "--qemu" => qemu_path = Some(value(it.next(), "--qemu")?),
             "--timeout" => test_timeout = secs(it.next(), "--timeout")?,
             "--program-timeout" => program_timeout = secs(it.next(), "--program-timeout")?,
+            "--expect" => expect = Some(value(it.next(), "--expect")?),
             "--machines" => {
                 for k in KNOWN {
                     println!(
@@ -223,8 +375,12 @@ pub fn parse(args: &[String]) -> Result<Option<Options>, String> {
                         k.smp.map(|n| format!(" -smp {n}")).unwrap_or_default()
                     );
                 }
+                for (prefix, m) in ALTERNATIVES {
+                    println!("{:<30} also --machine {m}", format!("{prefix}*"));
+                }
                 return Ok(None);
             }
+            "--memory-map" => print_map = true,
             "-h" | "--help" => {
                 println!("{USAGE}");
                 return Ok(None);
@@ -233,19 +389,20 @@ pub fn parse(args: &[String]) -> Result<Option<Options>, String> {
             "--list" => list = true,
             "--ignored" => ignored_only = true,
             "--include-ignored" => include_ignored = true,
+            "--skip" => skip.push(value(it.next(), "--skip")?),
             // libtest options cargo may pass that have no meaning here.
-            "--nocapture" | "--show-output" | "--quiet" | "-q" => {}
-            "--test-threads" | "--format" | "--color" => {
+            "--nocapture" | "--show-output" | "--quiet" | "-q" | "--report-time" | "--shuffle"
+            | "--ensure-time" => {}
+            "--test-threads" | "--format" | "--color" | "-Z" => {
                 it.next();
             }
-            s if s.starts_with("--") => {
-                eprintln!("qemu-embedded-runner: ignoring unsupported option {s}")
+            s if s.starts_with('-') => {
+                return Err(format!("unknown option {s}\n{USAGE}"));
             }
             s if elf.is_none() => elf = Some(s.to_string()),
             s => filters.push(s.to_string()),
         }
     }
-    let elf = elf.ok_or_else(|| format!("no ELF to run\n{USAGE}"))?;
     let mut m = match (&target, &machine) {
         (Some(t), None) => Machine::for_target(t).ok_or_else(|| {
             format!(
@@ -255,23 +412,20 @@ pub fn parse(args: &[String]) -> Result<Option<Options>, String> {
         })?,
         (t, Some(name)) => {
             let base = t.as_deref().and_then(Machine::for_target);
-            let qemu = base.as_ref().map(|b| b.qemu.clone()).or_else(|| {
-                t.as_deref().map(|t| {
-                    if t.starts_with("riscv64") {
-                        "qemu-system-riscv64".into()
-                    } else if t.starts_with("riscv32") {
-                        "qemu-system-riscv32".into()
-                    } else {
-                        "qemu-system-arm".into()
-                    }
-                })
-            });
-            Machine {
-                qemu: qemu.ok_or("--machine needs --target too (to pick the emulator)")?,
-                machine: name.clone(),
-                cpu: None,
-                smp: None,
-                extra: Vec::new(),
+            match base {
+                // The target's own machine, named: keep its CPU and core count.
+                Some(b) if b.machine == *name => b,
+                _ => Machine {
+                    qemu: t
+                        .as_deref()
+                        .map(emulator_for)
+                        .ok_or("--machine needs --target too (to pick the emulator)")?
+                        .into(),
+                    machine: name.clone(),
+                    cpu: None,
+                    smp: None,
+                    extra: Vec::new(),
+                },
             }
         }
         (None, None) => return Err(format!("give --target (or --machine)\n{USAGE}")),
@@ -283,10 +437,22 @@ pub fn parse(args: &[String]) -> Result<Option<Options>, String> {
         m.smp = smp;
     }
     m.extra = extra;
+    if print_map {
+        let map = memory_map(&m.qemu, &m.machine).ok_or_else(|| {
+            format!(
+                "no memory map known for {} -machine {} (known: the machines `--machines` lists)",
+                m.qemu, m.machine
+            )
+        })?;
+        println!("{map}");
+        return Ok(None);
+    }
+    let elf = elf.ok_or_else(|| format!("no ELF to run\n{USAGE}"))?;
     Ok(Some(Options {
         machine: m,
         elf,
         filters,
+        skip,
         exact,
         list,
         ignored_only,
@@ -294,6 +460,7 @@ pub fn parse(args: &[String]) -> Result<Option<Options>, String> {
         test_timeout,
         program_timeout,
         qemu_path,
+        expect,
     }))
 }
 
@@ -324,7 +491,8 @@ pub fn cli(args: &[String]) -> Result<(), String> {
 /// Runs the firmware of `o`: its tests, or the program once.
 ///
 /// # Errors
-/// A message: QEMU missing, an unreadable ELF, failed tests, a failed program.
+/// A message: QEMU missing or failing to start, an unreadable ELF, failed tests, a
+/// failed program or one whose output differs from `--expect`'s file.
 pub fn run(o: &Options) -> Result<(), String> {
     let elf = std::fs::read(&o.elf).map_err(|e| format!("{}: {e}", o.elf))?;
     let table = Table::parse(&elf).map_err(|e| format!("defmt table: {e}"))?;
@@ -333,36 +501,61 @@ pub fn run(o: &Options) -> Result<(), String> {
         None => find_qemu(&o.machine.qemu)?,
     };
     let locs = elf::locations(table.as_ref(), &elf);
+    let rtt_only = elf::has_symbol(&elf, "_SEGGER_RTT");
     if !elf::has_test_section(&elf) {
-        let (verdict, log, stderr) = run_one(&qemu, &o.machine, &o.elf, o.program_timeout, &[])?;
-        for l in elf::decode_log(table.as_ref(), locs.as_ref(), &log) {
+        let expected = match &o.expect {
+            Some(f) => Some(std::fs::read_to_string(f).map_err(|e| format!("--expect {f}: {e}"))?),
+            None => None,
+        };
+        let r = run_one(&qemu, &o.machine, &o.elf, o.program_timeout, &[])?;
+        let lines = elf::decode_log(table.as_ref(), locs.as_ref(), &r.stdout);
+        for l in &lines {
             println!("{l}");
         }
-        for l in stderr.lines().filter(|l| !l.trim().is_empty()) {
-            println!("qemu: {l}");
+        print_qemu_messages(&r.stderr, "");
+        if let Some(why) = r.failed_to_start(&qemu) {
+            return Err(why);
         }
-        return match verdict {
-            Verdict::Exit(0) => Ok(()),
-            Verdict::Exit(code) => Err(format!("the firmware exited with {code}")),
-            Verdict::Timeout => Err(format!(
-                "the firmware did not finish within {} s",
-                o.program_timeout.as_secs()
-            )),
-        };
+        if lines.is_empty() && rtt_only {
+            eprintln!("{RTT_ONLY}");
+        }
+        match r.verdict {
+            Verdict::Exit(0) => {}
+            Verdict::Exit(code) => return Err(format!("the firmware exited with {code}")),
+            Verdict::Timeout => {
+                return Err(format!(
+                    "the firmware did not finish within {} s",
+                    o.program_timeout.as_secs()
+                ))
+            }
+        }
+        if let Some(want) = expected {
+            let got: String = lines.iter().map(|l| format!("{l}\n")).collect();
+            if got != want {
+                return Err(format!(
+                    "the output differs from {} (- expected, + got):\n{}",
+                    o.expect.as_deref().unwrap_or_default(),
+                    diff(&want, &got)
+                ));
+            }
+        }
+        return Ok(());
+    }
+    if o.expect.is_some() {
+        return Err("--expect is for plain programs; this ELF is an embedded-test suite".into());
     }
     let tests = elf::read_tests(&elf, o.test_timeout)?;
+    let matches = |name: &str, f: &String| {
+        if o.exact {
+            name == f
+        } else {
+            name.contains(f.as_str())
+        }
+    };
     let selected: Vec<&elf::Test> = tests
         .iter()
-        .filter(|t| {
-            o.filters.is_empty()
-                || o.filters.iter().any(|f| {
-                    if o.exact {
-                        t.name == *f
-                    } else {
-                        t.name.contains(f.as_str())
-                    }
-                })
-        })
+        .filter(|t| o.filters.is_empty() || o.filters.iter().any(|f| matches(&t.name, f)))
+        .filter(|t| !o.skip.iter().any(|f| matches(&t.name, f)))
         .collect();
     let filtered_out = tests.len() - selected.len();
     if o.list {
@@ -393,10 +586,12 @@ pub fn run(o: &Options) -> Result<(), String> {
         }
         let t0 = Instant::now();
         let entry = t.entry.to_string();
-        let (verdict, log, stderr) =
-            run_one(&qemu, &o.machine, &o.elf, t.timeout, &["run_addr", &entry])?;
-        let lines = elf::decode_log(table.as_ref(), locs.as_ref(), &log);
-        let (ok, why) = match verdict {
+        let r = run_one(&qemu, &o.machine, &o.elf, t.timeout, &["run_addr", &entry])?;
+        if let Some(why) = r.failed_to_start(&qemu) {
+            return Err(why);
+        }
+        let lines = elf::decode_log(table.as_ref(), locs.as_ref(), &r.stdout);
+        let (ok, why) = match r.verdict {
             Verdict::Exit(0) if !t.should_panic => (true, String::new()),
             Verdict::Exit(0) => (false, "expected a panic, but the test passed".into()),
             Verdict::Exit(code) if t.should_panic => {
@@ -405,12 +600,18 @@ pub fn run(o: &Options) -> Result<(), String> {
             Verdict::Exit(code) => (false, format!("exit code {code}")),
             Verdict::Timeout => (false, format!("timed out after {} s", t.timeout.as_secs())),
         };
+        let why = if !ok && lines.is_empty() && rtt_only {
+            format!("{why}; {RTT_ONLY}")
+        } else {
+            why
+        };
         println!(
             "test {} ... {} ({:.2} s)",
             t.name,
             if ok { "ok" } else { "FAILED" },
             t0.elapsed().as_secs_f64()
         );
+        print_qemu_messages(&r.stderr, &t.name);
         if ok {
             passed += 1;
             for l in &lines {
@@ -418,18 +619,15 @@ pub fn run(o: &Options) -> Result<(), String> {
             }
         } else {
             failed += 1;
-            failures.push((t.name.clone(), why, lines, stderr));
+            failures.push((t.name.clone(), why, lines));
         }
     }
     if !failures.is_empty() {
         println!("\nfailures:");
-        for (name, why, lines, stderr) in &failures {
+        for (name, why, lines) in &failures {
             println!("\n---- {name} ({why}) ----");
             for l in lines {
                 println!("    {l}");
-            }
-            for l in stderr.lines().filter(|l| !l.trim().is_empty()) {
-                println!("    qemu: {l}");
             }
         }
         println!();
@@ -446,9 +644,93 @@ pub fn run(o: &Options) -> Result<(), String> {
     }
 }
 
+/// What a firmware that logs only over RTT gets told.
+const RTT_ONLY: &str = "the firmware has an RTT control block (`_SEGGER_RTT`) and printed \
+    nothing: QEMU cannot read RTT (only a debug probe can); log over semihosting instead \
+    (defmt-semihosting, or embedded-test's `semihosting` feature)";
+
+/// QEMU's own messages, on stderr, one `qemu:` line each (with the test's name).
+fn print_qemu_messages(stderr: &str, test: &str) {
+    for l in stderr.lines().filter(|l| !l.trim().is_empty()) {
+        if test.is_empty() {
+            eprintln!("qemu: {l}");
+        } else {
+            eprintln!("qemu ({test}): {l}");
+        }
+    }
+}
+
+/// A line diff of `want` and `got` (longest common subsequence; `-` lines expected,
+/// `+` lines got, the rest shared).
+fn diff(want: &str, got: &str) -> String {
+    let (a, b): (Vec<&str>, Vec<&str>) = (want.lines().collect(), got.lines().collect());
+    let mut lcs = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for i in (0..a.len()).rev() {
+        for j in (0..b.len()).rev() {
+            lcs[i][j] = if a[i] == b[j] {
+                lcs[i + 1][j + 1] + 1
+            } else {
+                lcs[i + 1][j].max(lcs[i][j + 1])
+            };
+        }
+    }
+    let (mut i, mut j, mut out) = (0, 0, String::new());
+    while i < a.len() || j < b.len() {
+        if i < a.len() && j < b.len() && a[i] == b[j] {
+            out.push_str(&format!("  {}\n", a[i]));
+            i += 1;
+            j += 1;
+        } else if j < b.len() && (i == a.len() || lcs[i][j + 1] >= lcs[i + 1][j]) {
+            out.push_str(&format!("+ {}\n", b[j]));
+            j += 1;
+        } else {
+            out.push_str(&format!("- {}\n", a[i]));
+            i += 1;
+        }
+    }
+    if want.ends_with('\n') != got.ends_with('\n') && !want.is_empty() && !got.is_empty() {
+        out.push_str("(the two differ in a final newline)\n");
+    }
+    out
+}
+
 enum Verdict {
     Exit(i32),
     Timeout,
+}
+
+/// One QEMU run: how it ended, the firmware's semihosting output, QEMU's stderr.
+struct RunResult {
+    verdict: Verdict,
+    stdout: Vec<u8>,
+    stderr: String,
+}
+
+impl RunResult {
+    /// QEMU itself failed (a bad machine, CPU or option): it exits 1 before the
+    /// firmware prints anything, with a message on stderr that starts with its own name.
+    /// A firmware that exits 1 over semihosting leaves no such line.
+    fn failed_to_start(&self, qemu: &str) -> Option<String> {
+        if !matches!(self.verdict, Verdict::Exit(c) if c != 0) || !self.stdout.is_empty() {
+            return None;
+        }
+        let name = std::path::Path::new(qemu)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| qemu.to_string());
+        let prefix = format!("{name}:");
+        let msg: Vec<&str> = self
+            .stderr
+            .lines()
+            .filter(|l| l.starts_with(&prefix))
+            .map(|l| l[prefix.len()..].trim())
+            .collect();
+        if msg.is_empty() {
+            None
+        } else {
+            Some(format!("QEMU failed to start: {}", msg.join("; ")))
+        }
+    }
 }
 
 /// Boots `elf_path` in a fresh QEMU with `args` as its semihosting command line; kills
@@ -459,7 +741,7 @@ fn run_one(
     elf_path: &str,
     timeout: Duration,
     args: &[&str],
-) -> Result<(Verdict, Vec<u8>, String), String> {
+) -> Result<RunResult, String> {
     use std::io::Read;
     use std::process::{Command, Stdio};
     let mut semihosting = String::from("enable=on,target=native");
@@ -484,7 +766,7 @@ fn run_one(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("cannot start {qemu}: {e}"))?;
+        .map_err(|e| format!("QEMU failed to start: {qemu}: {e}"))?;
     let mut out = child.stdout.take().expect("piped");
     let mut err = child.stderr.take().expect("piped");
     let reader = std::thread::spawn(move || {
@@ -509,9 +791,9 @@ fn run_one(
         }
         std::thread::sleep(Duration::from_millis(5));
     };
-    Ok((
+    Ok(RunResult {
         verdict,
-        reader.join().unwrap_or_default(),
-        err_reader.join().unwrap_or_default(),
-    ))
+        stdout: reader.join().unwrap_or_default(),
+        stderr: err_reader.join().unwrap_or_default(),
+    })
 }

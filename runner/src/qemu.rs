@@ -17,6 +17,43 @@ fn default_dir() -> PathBuf {
         .join("qemu")
 }
 
+/// Where `install-qemu` records the folder it used, so that later runs find it:
+/// `$XDG_CONFIG_HOME/qemu-embedded-runner/qemu-dir` (or `~/.config/...`), one line.
+fn remembered_file() -> Option<PathBuf> {
+    std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
+        .map(|c| c.join("qemu-embedded-runner").join("qemu-dir"))
+}
+
+/// The folder of binaries `install-qemu` last recorded, if any.
+fn remembered_dir() -> Option<PathBuf> {
+    let text = std::fs::read_to_string(remembered_file()?).ok()?;
+    let line = text.lines().next()?.trim();
+    (!line.is_empty()).then(|| PathBuf::from(line))
+}
+
+/// Records `bin` (a folder of `qemu-system-*`) for later runs; a failure to record is
+/// reported, not fatal (the user can still set the variable).
+fn remember(bin: &Path) {
+    let Some(file) = remembered_file() else {
+        return;
+    };
+    let written = file
+        .parent()
+        .map(std::fs::create_dir_all)
+        .unwrap_or(Ok(()))
+        .and_then(|()| std::fs::write(&file, format!("{}\n", bin.display())));
+    match written {
+        Ok(()) => println!("install: recorded {} in {}", bin.display(), file.display()),
+        Err(e) => eprintln!(
+            "install: could not record the folder in {} ({e}); set {QEMU_DIR_VAR}={} instead",
+            file.display(),
+            bin.display()
+        ),
+    }
+}
+
 fn runs(program: &Path) -> bool {
     Command::new(program)
         .arg("--version")
@@ -28,8 +65,8 @@ fn runs(program: &Path) -> bool {
         .unwrap_or(false)
 }
 
-/// The path of `name` (`qemu-system-arm`, ...): in `$QEMU_SYSTEM_DIR`, on `PATH`, or
-/// where `install-qemu` put it.
+/// The path of `name` (`qemu-system-arm`, ...): in `$QEMU_SYSTEM_DIR`, on `PATH`, in the
+/// folder `install-qemu` last recorded, or in its default folder.
 ///
 /// # Errors
 /// A message that says where it looked and how to get QEMU.
@@ -47,14 +84,22 @@ pub fn find_qemu(name: &str) -> Result<String, String> {
     if runs(Path::new(name)) {
         return Ok(name.to_string());
     }
-    let local = default_dir().join("usr/bin").join(name);
-    if runs(&local) {
-        return Ok(local.display().to_string());
+    let mut looked = vec!["PATH".to_string()];
+    for dir in remembered_dir()
+        .into_iter()
+        .chain([default_dir().join("usr/bin")])
+    {
+        let p = dir.join(name);
+        if runs(&p) {
+            return Ok(p.display().to_string());
+        }
+        looked.push(dir.display().to_string());
     }
     Err(format!(
-        "{name} not found: install QEMU (Debian/Ubuntu: qemu-system-arm and \
-         qemu-system-misc), put it on PATH or set {QEMU_DIR_VAR} to the folder holding it, \
-         or run `qemu-embedded-runner install-qemu`"
+        "{name} not found (looked in {}): install QEMU (Debian/Ubuntu: qemu-system-arm and \
+         qemu-system-misc), or set {QEMU_DIR_VAR} to the folder holding it, or run \
+         `qemu-embedded-runner install-qemu [--dir DIR]` (it records the folder for later runs)",
+        looked.join(", ")
     ))
 }
 
@@ -93,13 +138,15 @@ fn is_root() -> bool {
 
 const EMULATORS: &[&str] = &[
     "qemu-system-arm",
+    "qemu-system-aarch64",
     "qemu-system-riscv32",
     "qemu-system-riscv64",
 ];
 const PACKAGES: &[&str] = &["qemu-system-arm", "qemu-system-misc", "qemu-system-data"];
 
-/// Makes `qemu-system-arm`, `-riscv32` and `-riscv64` available and returns the folder
-/// that holds them (or `qemu-system-arm`'s path on `PATH`).
+/// Makes `qemu-system-arm`, `-aarch64`, `-riscv32` and `-riscv64` available and returns
+/// the folder that holds them (or `qemu-system-arm`'s path on `PATH`). A folder it
+/// unpacked into is recorded, so that later runs find it without [`QEMU_DIR_VAR`].
 ///
 /// On a Debian-like system a plain `apt-get install` is used when it would succeed
 /// cleanly. When it would break or remove installed packages (seen: a backported
@@ -114,6 +161,7 @@ pub fn install_qemu(dir: Option<&Path>) -> Result<PathBuf, String> {
     let dest = dir.map(Path::to_path_buf).unwrap_or_else(default_dir);
     let local_bin = dest.join("usr/bin");
     if EMULATORS.iter().all(|q| runs(&local_bin.join(q))) {
+        remember(&local_bin);
         return Ok(local_bin);
     }
     if EMULATORS.iter().all(|q| runs(Path::new(q))) {
@@ -206,6 +254,7 @@ pub fn install_qemu(dir: Option<&Path>) -> Result<PathBuf, String> {
     args.extend(libs.iter().map(String::as_str));
     apt(&args)?;
     if EMULATORS.iter().all(|q| runs(&local_bin.join(q))) {
+        remember(&local_bin);
         Ok(local_bin)
     } else {
         Err(format!(

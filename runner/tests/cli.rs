@@ -1,0 +1,423 @@
+//! The runner from outside, as a user runs it: the binary with a stand-in for QEMU (a
+//! shell script that prints what a real QEMU would and exits as it would), so that
+//! errors, output streams and the expected-output mode are tested without QEMU.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// A fresh folder under the target dir for one test.
+fn scratch(name: &str) -> PathBuf {
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// A stand-in `qemu-system-*` in `dir`: answers `--version`, otherwise runs `body`.
+fn fake_qemu(dir: &Path, name: &str, body: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(
+        &p,
+        format!("#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'QEMU emulator version 9.9'; exit 0; fi\n{body}\n"),
+    )
+    .unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    p
+}
+
+/// An ELF with no defmt table and no tests (a plain program), defining `symbols`.
+fn plain_elf(dir: &Path, symbols: &[&str]) -> PathBuf {
+    use object::write::{Object, Symbol, SymbolSection};
+    use object::{Architecture, BinaryFormat, Endianness, SymbolFlags, SymbolKind, SymbolScope};
+    let mut o = Object::new(BinaryFormat::Elf, Architecture::Arm, Endianness::Little);
+    let data = o.section_id(object::write::StandardSection::Data);
+    let off = o.append_section_data(data, &[0u8; 64], 4);
+    for s in symbols {
+        o.add_symbol(Symbol {
+            name: s.as_bytes().to_vec(),
+            value: off,
+            size: 64,
+            kind: SymbolKind::Data,
+            scope: SymbolScope::Linkage,
+            weak: false,
+            section: SymbolSection::Section(data),
+            flags: SymbolFlags::None,
+        });
+    }
+    let p = dir.join("fw.elf");
+    std::fs::write(&p, o.write().unwrap()).unwrap();
+    p
+}
+
+/// Runs the runner with `args`, QEMU found only where the test says.
+fn runner(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let empty = dir.join("empty-path");
+    std::fs::create_dir_all(&empty).unwrap();
+    let mut c = Command::new(env!("CARGO_BIN_EXE_qemu-embedded-runner"));
+    c.args(args)
+        .env_remove("QEMU_SYSTEM_DIR")
+        .env("PATH", &empty)
+        .env("HOME", dir)
+        .env("XDG_CONFIG_HOME", dir.join("config"))
+        .env("XDG_DATA_HOME", dir.join("data"));
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn a_qemu_that_fails_to_start_is_reported_as_such() {
+    let d = scratch("fails-to-start");
+    let q = fake_qemu(
+        &d,
+        "qemu-system-arm",
+        "echo \"qemu-system-arm: unable to find CPU model 'cortex-a53'\" >&2; exit 1",
+    );
+    let elf = plain_elf(&d, &[]);
+    let o = runner(
+        &d,
+        &[
+            "--target",
+            "thumbv7m-none-eabi",
+            "--qemu",
+            q.to_str().unwrap(),
+            elf.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(!o.status.success());
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("QEMU failed to start: unable to find CPU model 'cortex-a53'"),
+        "{err}"
+    );
+    assert!(!err.contains("the firmware exited with"), "{err}");
+}
+
+#[test]
+fn a_firmware_that_exits_with_1_is_not_a_qemu_failure() {
+    let d = scratch("exits-1");
+    let q = fake_qemu(&d, "qemu-system-arm", "printf 'booted\\n'; exit 1");
+    let elf = plain_elf(&d, &[]);
+    let o = runner(
+        &d,
+        &[
+            "--target",
+            "thumbv7m-none-eabi",
+            "--qemu",
+            q.to_str().unwrap(),
+            elf.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(!o.status.success());
+    let err = text(&o.stderr);
+    assert!(err.contains("the firmware exited with 1"), "{err}");
+    assert!(!err.contains("QEMU failed to start"), "{err}");
+}
+
+#[test]
+fn qemu_diagnostics_go_to_stderr_and_the_program_output_to_stdout() {
+    let d = scratch("streams");
+    let q = fake_qemu(
+        &d,
+        "qemu-system-arm",
+        "echo 'qemu-system-arm: Timer with period zero, disabling' >&2; printf 'hello\\n'; exit 0",
+    );
+    let elf = plain_elf(&d, &[]);
+    let o = runner(
+        &d,
+        &[
+            "--target",
+            "thumbv7m-none-eabi",
+            "--qemu",
+            q.to_str().unwrap(),
+            elf.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stdout), "hello\n");
+    assert!(text(&o.stderr).contains("qemu: qemu-system-arm: Timer with period zero"));
+}
+
+#[test]
+fn expected_output_mode_passes_on_equal_output_and_shows_a_diff_otherwise() {
+    let d = scratch("expect");
+    let q = fake_qemu(&d, "qemu-system-arm", "printf 'one\\ntwo\\nthree'; exit 0");
+    let elf = plain_elf(&d, &[]);
+    // The stand-in prints raw text (no defmt table), passed on line by line.
+    let good = d.join("good.run");
+    std::fs::write(&good, "one\ntwo\nthree\n").unwrap();
+    let bad = d.join("bad.run");
+    std::fs::write(&bad, "one\nTWO\nthree\n").unwrap();
+    let args = |f: &Path| {
+        vec![
+            "--target".to_string(),
+            "thumbv7m-none-eabi".into(),
+            "--qemu".into(),
+            q.display().to_string(),
+            format!("--expect={}", f.display()),
+            elf.display().to_string(),
+        ]
+    };
+    let to_str = |v: &Vec<String>| {
+        v.iter()
+            .map(|s| s.as_str())
+            .map(String::from)
+            .collect::<Vec<_>>()
+    };
+    let g = to_str(&args(&good));
+    let o = runner(&d, &g.iter().map(String::as_str).collect::<Vec<_>>(), &[]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let b = to_str(&args(&bad));
+    let o = runner(&d, &b.iter().map(String::as_str).collect::<Vec<_>>(), &[]);
+    assert!(!o.status.success());
+    let err = text(&o.stderr);
+    assert!(err.contains("the output differs from"), "{err}");
+    assert!(err.contains("- TWO") && err.contains("+ two"), "{err}");
+    assert!(err.contains("  one") && err.contains("  three"), "{err}");
+}
+
+#[test]
+fn a_firmware_that_logs_only_over_rtt_is_told_why_nothing_shows() {
+    let d = scratch("rtt");
+    let q = fake_qemu(&d, "qemu-system-arm", "exit 0");
+    let elf = plain_elf(&d, &["_SEGGER_RTT"]);
+    let o = runner(
+        &d,
+        &[
+            "--target",
+            "thumbv7m-none-eabi",
+            "--qemu",
+            q.to_str().unwrap(),
+            elf.to_str().unwrap(),
+        ],
+        &[],
+    );
+    let err = text(&o.stderr);
+    assert!(err.contains("QEMU cannot read RTT"), "{err}");
+    // Not for firmware without an RTT block.
+    let elf = plain_elf(&d, &[]);
+    let o = runner(
+        &d,
+        &[
+            "--target",
+            "thumbv7m-none-eabi",
+            "--qemu",
+            q.to_str().unwrap(),
+            elf.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(!text(&o.stderr).contains("RTT"));
+}
+
+#[test]
+fn a_missing_qemu_names_the_variable_and_install_qemu() {
+    let d = scratch("missing");
+    let elf = plain_elf(&d, &[]);
+    let o = runner(
+        &d,
+        &["--target", "aarch64-unknown-none", elf.to_str().unwrap()],
+        &[],
+    );
+    assert!(!o.status.success());
+    let err = text(&o.stderr);
+    assert!(err.contains("qemu-system-aarch64 not found"), "{err}");
+    assert!(
+        err.contains("QEMU_SYSTEM_DIR") && err.contains("install-qemu"),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_folder_install_qemu_recorded_is_found_again() {
+    let d = scratch("remembered");
+    let bin = d.join("my-qemu/usr/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    fake_qemu(
+        &bin,
+        "qemu-system-aarch64",
+        "printf 'from the recorded folder\\n'; exit 0",
+    );
+    // What `install-qemu --dir` writes once it has unpacked QEMU there.
+    let rec = d.join("config/qemu-embedded-runner");
+    std::fs::create_dir_all(&rec).unwrap();
+    std::fs::write(rec.join("qemu-dir"), format!("{}\n", bin.display())).unwrap();
+    let elf = plain_elf(&d, &[]);
+    let o = runner(
+        &d,
+        &["--target", "aarch64-unknown-none", elf.to_str().unwrap()],
+        &[],
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).contains("from the recorded folder"));
+}
+
+#[test]
+fn the_known_aarch64_machine_gets_its_emulator_cpu_cores_and_no_nic() {
+    let d = scratch("aarch64-args");
+    // The stand-in prints its arguments.
+    let q = fake_qemu(&d, "qemu-system-aarch64", "echo \"$@\"; exit 0");
+    let elf = plain_elf(&d, &[]);
+    let o = runner(
+        &d,
+        &[
+            "--target",
+            "aarch64-unknown-none",
+            "--qemu",
+            q.to_str().unwrap(),
+            elf.to_str().unwrap(),
+        ],
+        &[],
+    );
+    let out = text(&o.stdout);
+    assert!(
+        out.contains("-machine virt -cpu cortex-a53 -nic none -smp 4"),
+        "{out}"
+    );
+    let o = runner(
+        &d,
+        &[
+            "--target=aarch64-unknown-none",
+            "--smp=2",
+            "--qemu-arg=-nic",
+            "--qemu-arg=user",
+            "--qemu",
+            q.to_str().unwrap(),
+            elf.to_str().unwrap(),
+        ],
+        &[],
+    );
+    let out = text(&o.stdout);
+    assert!(out.contains("-smp 2 -nic user"), "{out}");
+    assert!(!out.contains("-nic none"), "{out}");
+}
+
+#[test]
+fn a_named_machine_keeps_or_drops_the_targets_cpu_and_picks_the_emulator_by_arch() {
+    let d = scratch("named-machine");
+    let arm = fake_qemu(&d, "qemu-system-arm", "echo \"$@\"; exit 0");
+    let elf = plain_elf(&d, &[]);
+    let e = elf.to_str().unwrap();
+    // Another board of the same target: its own CPU, so no -cpu.
+    let o = runner(
+        &d,
+        &[
+            "--target",
+            "thumbv8m.main-none-eabihf",
+            "--machine",
+            "mps2-an521",
+            "--qemu",
+            arm.to_str().unwrap(),
+            e,
+        ],
+        &[],
+    );
+    let out = text(&o.stdout);
+    assert!(out.contains("-machine mps2-an521 -nographic"), "{out}");
+    // The target's own machine, named: its CPU and cores stay.
+    let a64 = fake_qemu(&d, "qemu-system-aarch64", "echo \"$@\"; exit 0");
+    let o = runner(
+        &d,
+        &[
+            "--target",
+            "aarch64-unknown-none",
+            "--machine",
+            "virt",
+            "--qemu",
+            a64.to_str().unwrap(),
+            e,
+        ],
+        &[],
+    );
+    assert!(text(&o.stdout).contains("-machine virt -cpu cortex-a53 -nic none -smp 4"));
+    // A triple the runner does not know: the emulator from its architecture.
+    let o = runner(
+        &d,
+        &["--target", "aarch64-vendor-none", "--machine", "virt", e],
+        &[],
+    );
+    assert!(
+        text(&o.stderr).contains("qemu-system-aarch64 not found"),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = runner(
+        &d,
+        &["--target", "riscv32imc-vendor-none", "--machine", "virt", e],
+        &[],
+    );
+    assert!(text(&o.stderr).contains("qemu-system-riscv32 not found"));
+}
+
+#[test]
+fn unknown_options_are_errors_not_ignored() {
+    let d = scratch("unknown-option");
+    let o = runner(
+        &d,
+        &[
+            "--target",
+            "thumbv7m-none-eabi",
+            "--qemu-args",
+            "x",
+            "fw.elf",
+        ],
+        &[],
+    );
+    assert!(!o.status.success());
+    assert!(text(&o.stderr).contains("unknown option --qemu-args"));
+}
+
+#[test]
+fn memory_maps_are_printed_for_the_known_machines() {
+    let d = scratch("maps");
+    let o = runner(
+        &d,
+        &["--memory-map", "--target", "thumbv8m.main-none-eabihf"],
+        &[],
+    );
+    assert!(o.status.success());
+    assert!(text(&o.stdout).contains("ORIGIN = 0x10000000"));
+    let o = runner(
+        &d,
+        &[
+            "--memory-map",
+            "--target",
+            "thumbv8m.main-none-eabihf",
+            "--machine",
+            "mps2-an521",
+        ],
+        &[],
+    );
+    assert!(text(&o.stdout).contains("INITSVTOR1"));
+    let o = runner(
+        &d,
+        &["--memory-map", "--target", "aarch64-unknown-none"],
+        &[],
+    );
+    assert!(text(&o.stdout).contains("ORIGIN = 0x40080000"));
+    let o = runner(
+        &d,
+        &[
+            "--memory-map",
+            "--target",
+            "thumbv7m-none-eabi",
+            "--machine",
+            "no-such-board",
+        ],
+        &[],
+    );
+    assert!(!o.status.success());
+    assert!(text(&o.stderr).contains("no memory map known"));
+}
