@@ -9,7 +9,7 @@
 //! interrupts off on this hart plus a spinlock across harts, re-entrant per hart).
 
 use core::sync::atomic::Ordering;
-use portable_atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize};
+use portable_atomic::{AtomicBool, AtomicPtr, AtomicUsize};
 
 core::arch::global_asm!(
     r#".section .init.mp_hook, "ax"
@@ -64,6 +64,20 @@ extern "C" fn hal_main(hartid: usize) -> ! {
     }
 }
 
+/// Harts the firmware runs on (`-smp 2`).
+pub const COUNT: usize = 2;
+
+/// The current hart.
+pub fn current() -> usize {
+    riscv::register::mhartid::read()
+}
+
+/// Runs `f(hart)` on both harts at once; returns when both are done (the name the other
+/// targets' `cores` modules share).
+pub fn run_on_all(f: fn(usize)) {
+    run_on_both(f)
+}
+
 /// Runs `f(0)` on hart 0 and `f(1)` on hart 1 at the same time; returns when both are
 /// done. Everything `f(1)` wrote is visible afterwards.
 pub fn run_on_both(f: fn(usize)) {
@@ -75,29 +89,7 @@ pub fn run_on_both(f: fn(usize)) {
     }
 }
 
-/// A two-party barrier for rounds of a race: both harts call [`Rendezvous::wait`] with
-/// the same sequence of calls.
-pub struct Rendezvous(AtomicU32);
-
-impl Rendezvous {
-    /// A barrier nobody has arrived at.
-    pub const fn new() -> Self {
-        Rendezvous(AtomicU32::new(0))
-    }
-    /// Waits until the other hart has arrived as often as this one.
-    pub fn wait(&self) {
-        let gen = self.0.fetch_add(1, Ordering::AcqRel) / 2;
-        while self.0.load(Ordering::Acquire) < 2 * (gen + 1) {
-            core::hint::spin_loop();
-        }
-    }
-}
-
-impl Default for Rendezvous {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+pub use crate::Rendezvous;
 
 // ---- critical section for two harts ---------------------------------------------------
 

@@ -1,6 +1,7 @@
 //! The typesafe-by-RCU pool on the target: the host's bodies (tests/cases/pool.rs) and
-//! the generation-invariant torture with real concurrency, in both directions across
-//! the SysTick handler (Cortex-M) and across two harts (RISC-V).
+//! the generation-invariant torture with real concurrency: in both directions across a
+//! timer interrupt's handler (Cortex-M's SysTick, AArch64's EL1 timer), and with lookups
+//! on every core but the writer's (RISC-V harts, AArch64 cores, mps2-an521).
 #![no_std]
 #![no_main]
 
@@ -9,8 +10,7 @@ mod cases;
 
 use rcuref_firmware as _;
 
-#[cfg(target_arch = "arm")]
-rcuref_firmware::systick_handler!();
+rcuref_firmware::tick_handler!();
 
 #[embedded_test::tests(default_timeout = 120)]
 mod tests {
@@ -49,7 +49,7 @@ mod tests {
         );
     }
 
-    #[cfg(target_arch = "arm")]
+    #[cfg(rcuref_fw_tick)]
     mod irq {
         use super::*;
         use portable_atomic::AtomicU32;
@@ -111,13 +111,18 @@ mod tests {
             w.write_round(0); // something to find from the start
             tick::start(1_199, write_in_handler);
             w.reader_for(lookups);
+            // And on until the handler has written enough rounds (a fast core can do
+            // all the lookups within a few ticks).
+            while w.stats.allocs.load(Relaxed) <= 1_000 {
+                w.reader_for(1_000);
+            }
             tick::stop();
             w
         }
     }
 
     /// Lookups in an interrupt handler that preempts the allocator and the frees.
-    #[cfg(target_arch = "arm")]
+    #[cfg(rcuref_fw_tick)]
     #[test]
     fn irq_lookups_torture() {
         let w = irq::lookups_in_handler(50_000);
@@ -126,7 +131,7 @@ mod tests {
     }
 
     /// Allocation, replacement and frees in an interrupt handler that preempts lookups.
-    #[cfg(target_arch = "arm")]
+    #[cfg(rcuref_fw_tick)]
     #[test]
     fn irq_writer_torture() {
         let w = irq::writer_in_handler(100_000);
@@ -138,10 +143,10 @@ mod tests {
         w.finish_and_check();
     }
 
-    #[cfg(any(target_arch = "riscv32", target_arch = "riscv64"))]
-    mod harts {
+    #[cfg(rcuref_fw_cores)]
+    mod smp {
         use super::*;
-        use rcuref_firmware::hart::run_on_both;
+        use rcuref_firmware::cores::run_on_all;
 
         static mut WORLD: Option<cases::World> = None;
 
@@ -150,8 +155,8 @@ mod tests {
             unsafe { (*core::ptr::addr_of!(WORLD)).as_ref().unwrap() }
         }
 
-        fn job(hart: usize) {
-            if hart == 0 {
+        fn job(core: usize) {
+            if core == 0 {
                 world().writer(50_000, 50_000);
             } else {
                 world().reader_loop();
@@ -159,18 +164,18 @@ mod tests {
         }
 
         pub fn run() -> &'static cases::World {
-            // SAFETY: (test) the second hart has no job yet: nothing reads it concurrently.
+            // SAFETY: (test) the other cores have no job yet: nothing reads it concurrently.
             unsafe { *core::ptr::addr_of_mut!(WORLD) = Some(crate::pool_world!()) };
-            run_on_both(job);
+            run_on_all(job);
             world()
         }
     }
 
-    /// The generation-invariant torture across two harts.
-    #[cfg(any(target_arch = "riscv32", target_arch = "riscv64"))]
+    /// The generation-invariant torture: the writer on core 0, lookups on every other.
+    #[cfg(rcuref_fw_cores)]
     #[test]
-    fn two_harts_torture() {
-        let w = harts::run();
+    fn all_cores_torture() {
+        let w = smp::run();
         report(w);
         w.finish_and_check();
     }
@@ -181,19 +186,19 @@ mod tests {
     fn control(m: rcuref::mutants::Mutant) {
         rcuref::mutants::set_read_delay(400);
         rcuref::mutants::select(m);
-        #[cfg(target_arch = "arm")]
+        #[cfg(not(rcuref_fw_cores))]
         let w = irq::writer_in_handler(30_000);
-        #[cfg(not(target_arch = "arm"))]
-        let w = harts::run();
+        #[cfg(rcuref_fw_cores)]
+        let w = smp::run();
         report(w);
         w.finish_and_check();
     }
 
-    /// Not on Cortex-M: on one core the zeroing window (count live, value not yet
+    /// Multi-core only: on one core the zeroing window (count live, value not yet
     /// written) lies inside one run of the handler when the handler allocates, and
     /// covers a slot no location names yet when thread code allocates, so no reader can
     /// reach it there; the bug is an SMP race.
-    #[cfg(all(rcuref_mutants, not(target_arch = "arm")))]
+    #[cfg(all(rcuref_mutants, rcuref_fw_cores))]
     #[test]
     #[should_panic]
     fn negative_control_zeroing_allocation() {

@@ -1,14 +1,15 @@
-//! FileRef under real concurrency on the target: SysTick interrupts preempting thread
-//! code on Cortex-M, two harts on RISC-V. Each test also runs a plain load/store counter
-//! in the same contexts and requires it to lose updates: the proof that the contexts
-//! really race (otherwise exact totals would prove nothing).
+//! FileRef under real concurrency on the target: a timer interrupt preempting thread
+//! code (SysTick on Cortex-M, the EL1 timer on AArch64), and every core at once (two
+//! RISC-V harts, four AArch64 cores, the two Cortex-M33s of mps2-an521). Each test also
+//! runs a plain load/store counter in the same contexts and requires it to lose
+//! updates: the proof that the contexts really race (otherwise exact totals would prove
+//! nothing).
 #![no_std]
 #![no_main]
 
 use rcuref_firmware as _;
 
-#[cfg(target_arch = "arm")]
-rcuref_firmware::systick_handler!();
+rcuref_firmware::tick_handler!();
 
 #[embedded_test::tests(default_timeout = 120)]
 mod tests {
@@ -17,9 +18,9 @@ mod tests {
     use rcuref::{FileRef32, FileRef64};
     use rcuref_firmware::RacyCounter;
 
-    // ---- Cortex-M: thread code vs the SysTick handler -----------------------------
+    // ---- thread code vs the timer interrupt's handler ------------------------------
 
-    #[cfg(target_arch = "arm")]
+    #[cfg(rcuref_fw_tick)]
     mod irq {
         use super::*;
         use rcuref_firmware::tick;
@@ -47,7 +48,21 @@ mod tests {
             tick::start(1_199, on_tick);
             let mut iters = 0u32;
             let mut thread_bumps = 0u32;
-            while iters < min_iters || tick::ticks() < min_ticks {
+            // On until the handler has also preempted a plain read-modify-write at
+            // least once (checked every 1024 iterations): where most of the loop runs
+            // inside critical sections (FileRef64 on 32-bit Arm), interrupts mostly
+            // land at their ends, and a fixed count may show no race at all.
+            let raced = |thread_bumps: u32| {
+                // A consistent snapshot: no handler ran between the two reads of its
+                // count (a handler runs to its end before the thread resumes).
+                let before = HANDLER_BUMPS.load(Relaxed);
+                let value = RACY.get();
+                before == HANDLER_BUMPS.load(Relaxed) && thread_bumps + before != value
+            };
+            while iters < min_iters
+                || tick::ticks() < min_ticks
+                || (iters % 1024 != 0 || !raced(thread_bumps))
+            {
                 assert!(A32.get() && A64.get(), "thread get failed on a live count");
                 A32.inc();
                 A64.inc();
@@ -59,7 +74,8 @@ mod tests {
                 iters += 1;
                 assert!(
                     iters < 50_000_000,
-                    "SysTick never reached {} ticks",
+                    "the timer never reached {} ticks, or never preempted a plain \
+                     read-modify-write",
                     min_ticks
                 );
             }
@@ -91,33 +107,34 @@ mod tests {
         }
     }
 
-    /// At least 10^5 operations per width, preempted by SysTick: exact final counts.
-    /// The 64-bit counter is critical-section-backed here: this also shows the policy
-    /// does not deadlock when a handler interrupts a thread inside it.
-    #[cfg(target_arch = "arm")]
+    /// At least 10^5 operations per width, preempted by the timer: exact final counts.
+    /// On 32-bit Arm the 64-bit counter is critical-section-backed: this also shows the
+    /// policy does not deadlock when a handler interrupts a thread inside it.
+    #[cfg(rcuref_fw_tick)]
     #[test]
     fn irq_preempted_get_put_is_exact() {
         irq::run(20_000, 200);
     }
 
-    // ---- RISC-V: two harts ----------------------------------------------------------
+    // ---- every core at once ----------------------------------------------------------
 
-    #[cfg(any(target_arch = "riscv32", target_arch = "riscv64"))]
-    mod harts {
+    #[cfg(rcuref_fw_cores)]
+    mod smp {
         use super::*;
-        use rcuref_firmware::hart::{run_on_both, Rendezvous};
+        use rcuref_firmware::cores::{run_on_all, COUNT};
+        use rcuref_firmware::Rendezvous;
 
         pub const ITERS: u32 = 200_000;
         pub static C32: FileRef32 = FileRef32::new(1);
         pub static C64: FileRef64 = FileRef64::new(1);
-        pub static KEPT: [AtomicU32; 2] = [AtomicU32::new(0), AtomicU32::new(0)];
+        pub static KEPT: [AtomicU32; COUNT] = [const { AtomicU32::new(0) }; COUNT];
         pub static RACY: RacyCounter = RacyCounter::new();
 
-        fn hammer(hart: usize) {
+        fn hammer(core: usize) {
             for i in 0..ITERS {
                 assert!(C32.get() && C64.get(), "get failed on a live count");
                 if i % 16 == 0 {
-                    KEPT[hart].fetch_add(1, Relaxed);
+                    KEPT[core].fetch_add(1, Relaxed);
                 } else if i % 2 == 0 {
                     assert!(!C32.put() && !C64.put(), "put was the last");
                 } else {
@@ -136,22 +153,27 @@ mod tests {
         }
 
         pub fn balanced() {
-            run_on_both(hammer);
-            let kept = KEPT[0].load(Relaxed) + KEPT[1].load(Relaxed);
-            assert_eq!(kept, 2 * ITERS / 16);
+            run_on_all(hammer);
+            let kept: u32 = KEPT.iter().map(|k| k.load(Relaxed)).sum();
+            assert_eq!(kept, COUNT as u32 * ITERS / 16);
             assert_eq!(C32.read(), 1 + kept);
             assert_eq!(C64.read(), u64::from(1 + kept));
-            run_on_both(racy);
-            let lost = 2 * ITERS - RACY.get();
+            run_on_all(racy);
+            let total = COUNT as u32 * ITERS;
+            let lost = total - RACY.get();
             defmt::info!(
-                "plain load/store counter lost {=u32} of {=u32} updates",
+                "{=usize} cores; plain load/store counter lost {=u32} of {=u32} updates",
+                COUNT,
                 lost,
-                2 * ITERS
+                total
             );
-            assert!(lost > 0, "the harts never raced: the test proves nothing");
+            assert!(lost > 0, "the cores never raced: the test proves nothing");
         }
 
-        pub const ROUNDS: u32 = 20_000;
+        /// Fewer rounds with more cores: each round is three barriers, and with four
+        /// emulated cores on a two-core host a barrier waits for every vCPU thread to be
+        /// scheduled.
+        pub const ROUNDS: u32 = if COUNT > 2 { 2_000 } else { 20_000 };
         pub static O32: FileRef32 = FileRef32::new(1);
         pub static O64: FileRef64 = FileRef64::new(1);
         pub static DESTROYS: AtomicU32 = AtomicU32::new(0);
@@ -164,13 +186,13 @@ mod tests {
             DESTROYS.fetch_add(1, Relaxed);
         }
 
-        /// Hart 0 drops the owner's last reference (put / put_close alternately, on
-        /// both widths); hart 1 tries to get and, if it did, puts.
-        fn rounds(hart: usize) {
+        /// Core 0 drops the owner's last reference (put / put_close alternately, on
+        /// both widths); every other core tries to get and, if it did, puts.
+        fn rounds(core: usize) {
             for round in 0..ROUNDS {
                 let r32 = round % 2 == 0; // alternate the width under test
                 RV.wait();
-                if hart == 0 {
+                if core == 0 {
                     let last = match (r32, round % 4 < 2) {
                         (true, true) => O32.put(),
                         (true, false) => O32.put_close(),
@@ -191,7 +213,7 @@ mod tests {
                     }
                 }
                 RV.wait();
-                if hart == 0 {
+                if core == 0 {
                     assert_eq!(DEAD_FLAG.load(Relaxed), 1, "nobody destroyed");
                     DEAD_FLAG.store(0, Relaxed);
                     O32.init(1);
@@ -202,7 +224,7 @@ mod tests {
         }
 
         pub fn last_put_vs_get() {
-            run_on_both(rounds);
+            run_on_all(rounds);
             assert_eq!(DESTROYS.load(Relaxed), ROUNDS);
             defmt::info!(
                 "{=u32} rounds, {=u32} gets revived a dying count",
@@ -212,48 +234,123 @@ mod tests {
         }
     }
 
-    /// Both harts hammer one FileRef32 and one FileRef64: exact totals.
-    #[cfg(any(target_arch = "riscv32", target_arch = "riscv64"))]
-    #[test]
-    fn two_harts_get_put_is_exact() {
-        harts::balanced();
+    /// The firmware's critical section (rcuref's multi-core one on AArch64 and
+    /// mps2-an521, `harts::Harts` on RISC-V) with every core contending, and on parts
+    /// with a timer its interrupt too: a plain load/store counter bumped only inside
+    /// sections (some nested) loses nothing, where the same counter outside them loses
+    /// updates (`balanced` above shows that).
+    #[cfg(rcuref_fw_cores)]
+    mod sections {
+        use super::*;
+        use rcuref_firmware::cores::{run_on_all, COUNT};
+
+        pub const ITERS: u32 = 20_000;
+        pub static COUNTER: RacyCounter = RacyCounter::new();
+        pub static IN_HANDLER: AtomicU32 = AtomicU32::new(0);
+
+        #[cfg(rcuref_fw_tick)]
+        fn in_handler() {
+            critical_section::with(|_| COUNTER.bump());
+            IN_HANDLER.fetch_add(1, Relaxed);
+        }
+
+        fn job(core: usize) {
+            #[cfg(rcuref_fw_tick)]
+            if core == 0 {
+                rcuref_firmware::tick::start(1_199, in_handler);
+            }
+            for i in 0..ITERS {
+                if i % 8 == 0 {
+                    // Nested: the inner release must not open the outer section.
+                    critical_section::with(|_| {
+                        critical_section::with(|_| COUNTER.bump());
+                        COUNTER.bump();
+                    });
+                } else {
+                    critical_section::with(|_| COUNTER.bump());
+                }
+            }
+            #[cfg(rcuref_fw_tick)]
+            if core == 0 {
+                // Until the handler has run at all (the loop can be over first). This
+                // also fails a section whose release leaves interrupts masked.
+                while rcuref_firmware::tick::ticks() < 10 {
+                    core::hint::spin_loop();
+                }
+                rcuref_firmware::tick::stop();
+            }
+        }
+
+        pub fn run() {
+            run_on_all(job);
+            let per_core = ITERS + ITERS / 8;
+            let expected = COUNT as u32 * per_core + IN_HANDLER.load(Relaxed);
+            defmt::info!(
+                "{=usize} cores, {=u32} bumps in interrupt handlers: counter {=u32} of {=u32}",
+                COUNT,
+                IN_HANDLER.load(Relaxed),
+                COUNTER.get(),
+                expected
+            );
+            assert_eq!(
+                COUNTER.get(),
+                expected,
+                "a critical section let another context in"
+            );
+        }
     }
 
-    /// The two harts show the weak-memory outcome the RCU's fences exist for (store
-    /// buffering: each hart stores, then loads the other's location, and both load the
-    /// old value), and a full fence between store and load removes it. Without the
+    #[cfg(rcuref_fw_cores)]
+    #[test]
+    fn all_cores_critical_sections_exclude_each_other() {
+        sections::run();
+    }
+
+    /// Every core hammers one FileRef32 and one FileRef64: exact totals.
+    #[cfg(rcuref_fw_cores)]
+    #[test]
+    fn all_cores_get_put_is_exact() {
+        smp::balanced();
+    }
+
+    /// Two cores show the weak-memory outcome the RCU's fences exist for (store
+    /// buffering: each core stores, then loads the other's location, and both load the
+    /// old value), and a full fence between store and load removes it (any further
+    /// cores only join the barriers). Without the
     /// first, an on-target test could not catch a missing fence at all; without the
     /// second, the fences would not be doing their job here. Release builds only: in a
     /// debug build the code between the store and the load is long enough that the
     /// store has always drained (0 of 20,000 rounds under QEMU).
-    #[cfg(all(
-        any(target_arch = "riscv32", target_arch = "riscv64"),
-        not(debug_assertions)
-    ))]
+    #[cfg(all(rcuref_fw_cores, not(debug_assertions)))]
     #[test]
-    fn two_harts_show_store_buffering_and_a_fence_stops_it() {
+    fn two_cores_show_store_buffering_and_a_fence_stops_it() {
         use core::sync::atomic::{compiler_fence, Ordering::SeqCst};
-        use rcuref_firmware::hart::{run_on_both, Rendezvous};
+        use rcuref_firmware::{cores::run_on_all, Rendezvous};
         static X: AtomicU32 = AtomicU32::new(0);
         static Y: AtomicU32 = AtomicU32::new(0);
         static SEEN: [AtomicU32; 2] = [AtomicU32::new(0), AtomicU32::new(0)];
         static BOTH_OLD: [AtomicU32; 2] = [AtomicU32::new(0), AtomicU32::new(0)];
         static RV: Rendezvous = Rendezvous::new();
         const N: u32 = 20_000;
-        fn job(hart: usize) {
+        fn job(core: usize) {
             for round in 0..2 * N {
                 let fenced = usize::from(round >= N);
                 RV.wait();
-                let (mine, other) = if hart == 0 { (&X, &Y) } else { (&Y, &X) };
+                if core > 1 {
+                    RV.wait();
+                    RV.wait();
+                    continue;
+                }
+                let (mine, other) = if core == 0 { (&X, &Y) } else { (&Y, &X) };
                 mine.store(1, Relaxed);
                 if fenced == 1 {
                     portable_atomic::fence(SeqCst);
                 } else {
                     compiler_fence(SeqCst);
                 }
-                SEEN[hart].store(other.load(Relaxed), Relaxed);
+                SEEN[core].store(other.load(Relaxed), Relaxed);
                 RV.wait();
-                if hart == 0 {
+                if core == 0 {
                     if SEEN[0].load(Relaxed) == 0 && SEEN[1].load(Relaxed) == 0 {
                         BOTH_OLD[fenced].fetch_add(1, Relaxed);
                     }
@@ -263,7 +360,7 @@ mod tests {
                 RV.wait();
             }
         }
-        run_on_both(job);
+        run_on_all(job);
         let (plain, fenced) = (BOTH_OLD[0].load(Relaxed), BOTH_OLD[1].load(Relaxed));
         defmt::info!(
             "store buffering in {=u32} of {=u32} rounds without a fence, {=u32} with one",
@@ -271,14 +368,15 @@ mod tests {
             N,
             fenced
         );
-        assert!(plain > 0, "no store buffering seen: the harts prove little");
+        assert!(plain > 0, "no store buffering seen: the cores prove little");
         assert_eq!(fenced, 0, "a full fence did not stop store buffering");
     }
 
-    /// Last put on one hart vs get on the other, round after round: exactly one destroy.
-    #[cfg(any(target_arch = "riscv32", target_arch = "riscv64"))]
+    /// Last put on one core vs gets on the others, round after round: exactly one
+    /// destroy.
+    #[cfg(rcuref_fw_cores)]
     #[test]
-    fn two_harts_last_put_vs_get_destroys_once() {
-        harts::last_put_vs_get();
+    fn all_cores_last_put_vs_get_destroys_once() {
+        smp::last_put_vs_get();
     }
 }

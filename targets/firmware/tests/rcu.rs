@@ -1,6 +1,8 @@
 //! RCU on the target: the host's bodies (tests/cases/rcu.rs), and the reader-age torture
-//! with real concurrency: readers in the SysTick handler preempting the writer
-//! (Cortex-M), or on the other hart (RISC-V).
+//! with real concurrency: readers in a timer interrupt's handler preempting the writer
+//! (Cortex-M's SysTick, AArch64's EL1 timer), readers on every other core (RISC-V harts,
+//! AArch64 cores, mps2-an521's second M33), and interrupt-level readers nesting on a
+//! core's slot while another core writes.
 #![no_std]
 #![no_main]
 
@@ -9,8 +11,7 @@ mod cases;
 
 use rcuref_firmware as _;
 
-#[cfg(target_arch = "arm")]
-rcuref_firmware::systick_handler!();
+rcuref_firmware::tick_handler!();
 
 #[embedded_test::tests(default_timeout = 120)]
 mod tests {
@@ -108,9 +109,9 @@ mod tests {
         );
     }
 
-    // ---- Cortex-M: the SysTick handler as reader, and as writer ---------------------
+    // ---- the timer interrupt's handler as reader, and as writer ----------------------
 
-    #[cfg(target_arch = "arm")]
+    #[cfg(rcuref_fw_tick)]
     mod irq {
         use super::*;
         use core::sync::atomic::Ordering::Relaxed;
@@ -213,7 +214,7 @@ mod tests {
 
     /// Test 15: read sections in an interrupt handler that preempts the writer
     /// mid-publish and mid-grace-period see no object older than one grace period.
-    #[cfg(target_arch = "arm")]
+    #[cfg(rcuref_fw_tick)]
     #[test]
     fn irq_readers_torture() {
         let t = irq::readers_in_handler(20_000);
@@ -223,7 +224,7 @@ mod tests {
 
     /// A writer in an interrupt handler (polled grace periods, never blocking) against
     /// a thread reader it keeps preempting inside its sections.
-    #[cfg(target_arch = "arm")]
+    #[cfg(rcuref_fw_tick)]
     #[test]
     fn irq_writer_torture() {
         let t = irq::writer_in_handler(2_000);
@@ -239,7 +240,7 @@ mod tests {
     /// A handler nesting on the slot of the context it interrupted (`ContextReader`):
     /// leaving its section must leave the interrupted one open, so no grace period the
     /// handler drives ends under the thread's reference.
-    #[cfg(target_arch = "arm")]
+    #[cfg(rcuref_fw_tick)]
     #[test]
     fn irq_nests_on_the_interrupted_contexts_slot() {
         let t = irq::context_reader_nesting(2_000);
@@ -258,7 +259,7 @@ mod tests {
     /// Its negative control: with nesting ignored, the handler's unlock ends the
     /// thread's section, and the torture must see an object retired two grace periods
     /// ago (or reused) under the thread: the exact failure, not just any panic.
-    #[cfg(all(rcuref_mutants, target_arch = "arm"))]
+    #[cfg(all(rcuref_mutants, rcuref_fw_tick))]
     #[test]
     fn negative_control_nesting_on_a_context_slot_is_checked() {
         use core::sync::atomic::Ordering::Relaxed;
@@ -273,36 +274,160 @@ mod tests {
         );
     }
 
-    // ---- RISC-V: the reader on the other hart -------------------------------------------
+    // ---- every core: readers on all but the writer's, interrupt readers nesting -------
 
-    #[cfg(any(target_arch = "riscv32", target_arch = "riscv64"))]
-    mod harts {
+    #[cfg(rcuref_fw_cores)]
+    mod smp {
         use super::*;
-        use rcuref_firmware::hart::run_on_both;
+        use rcuref_firmware::cores::run_on_all;
 
         pub static T: Torture = Torture::new();
 
-        fn job(hart: usize) {
-            if hart == 0 {
-                T.writer(5_000, 2_000, core::hint::spin_loop);
+        /// Fewer in the asymmetric-fence mode, where every wait interrupts every other
+        /// core (slow with more vCPUs than host cores).
+        #[cfg(rcuref_fw_tick)]
+        const GRACE_PERIODS: u32 = if cfg!(rcuref_asymmetric_fence) {
+            500
+        } else {
+            2_000
+        };
+
+        /// The writer's rounds and the reads it waits for (set before a run).
+        static ROUNDS: portable_atomic::AtomicU32 = portable_atomic::AtomicU32::new(0);
+        static MIN_READS: portable_atomic::AtomicU32 = portable_atomic::AtomicU32::new(0);
+
+        fn job(core: usize) {
+            use core::sync::atomic::Ordering::Relaxed;
+            if core == 0 {
+                T.writer(
+                    ROUNDS.load(Relaxed),
+                    MIN_READS.load(Relaxed),
+                    core::hint::spin_loop,
+                );
             } else {
                 T.reader_loop();
             }
         }
 
+        /// The reader-age torture: the writer on core 0, readers on every other core
+        /// (three on AArch64: with the writer's, all four slots in use).
         pub fn run() -> &'static Torture {
-            run_on_both(job);
+            run_with(
+                if cfg!(rcuref_asymmetric_fence) {
+                    1_000
+                } else {
+                    5_000
+                },
+                2_000,
+            )
+        }
+
+        /// The torture with `rounds` grace periods at least, and on until the readers
+        /// have done `min_reads` sections.
+        pub fn run_with(rounds: u32, min_reads: u32) -> &'static Torture {
+            use core::sync::atomic::Ordering::Relaxed;
+            ROUNDS.store(rounds, Relaxed);
+            MIN_READS.store(min_reads, Relaxed);
+            run_on_all(job);
             &T
+        }
+
+        /// Core 0's dedicated slot, used by its thread and by its timer handler, which
+        /// nests on it; the writer on core 1; readers on any further cores.
+        #[cfg(rcuref_fw_tick)]
+        pub static NEST: Torture = Torture::with_dedicated(1);
+        // SAFETY: (test) slot 0 is dedicated; only core 0's thread and its timer handler
+        // use it, and the handler leaves its section before the thread resumes.
+        #[cfg(rcuref_fw_tick)]
+        static CPU0: rcuref::ContextReader<'static, 4> = unsafe { NEST.rcu.context_reader(0) };
+        #[cfg(rcuref_fw_tick)]
+        pub static NESTED: portable_atomic::AtomicU32 = portable_atomic::AtomicU32::new(0);
+
+        #[cfg(rcuref_fw_tick)]
+        fn nest_in_handler() {
+            if CPU0.in_read_section() {
+                NESTED.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+            }
+            NEST.read_once_in(&CPU0, 8);
+        }
+
+        #[cfg(rcuref_fw_tick)]
+        fn nesting_job(core: usize) {
+            use core::sync::atomic::Ordering::Relaxed;
+            match core {
+                0 => {
+                    rcuref_firmware::tick::start(1_199, nest_in_handler);
+                    // Long sections: a section the handler's unlock ended early (the
+                    // control) must still be open when two grace periods have passed.
+                    while NEST.grace_periods.load(Relaxed) < GRACE_PERIODS {
+                        NEST.read_once_in(&CPU0, 4_000);
+                    }
+                    rcuref_firmware::tick::stop();
+                    NEST.stop.store(true, Relaxed);
+                }
+                1 => NEST.writer(u32::MAX, 0, core::hint::spin_loop),
+                _ => NEST.reader_loop(),
+            }
+        }
+
+        /// Interrupt-level readers nesting on the slot of the context they interrupted
+        /// (core 0: thread and timer handler on one `ContextReader`) while core 1
+        /// publishes and waits for grace periods: a grace period must never end under
+        /// the thread's section, nor under the handler's nested one.
+        #[cfg(rcuref_fw_tick)]
+        pub fn nesting_while_another_core_writes() -> &'static Torture {
+            run_on_all(nesting_job);
+            defmt::info!(
+                "{=u32} handler sections nested on core 0's slot",
+                NESTED.load(core::sync::atomic::Ordering::Relaxed)
+            );
+            &NEST
         }
     }
 
-    /// Test 10 on hardware threads: the reader-age torture across two harts.
-    #[cfg(any(target_arch = "riscv32", target_arch = "riscv64"))]
+    /// Test 10 on hardware threads: the reader-age torture across every core.
+    #[cfg(rcuref_fw_cores)]
     #[test]
-    fn two_harts_torture() {
-        let t = harts::run();
+    fn all_cores_torture() {
+        let t = smp::run();
         report(t);
         t.check();
+    }
+
+    /// A timer handler nesting on the interrupted context's slot while another core
+    /// writes: leaving the nested section leaves the thread's open, on a multi-core part
+    /// where the writer's scans really run during it.
+    #[cfg(all(rcuref_fw_cores, rcuref_fw_tick))]
+    #[test]
+    fn irq_readers_nest_while_another_core_writes() {
+        let t = smp::nesting_while_another_core_writes();
+        report(t);
+        assert!(
+            smp::NESTED.load(core::sync::atomic::Ordering::Relaxed) > 100,
+            "too few handler sections nested on the thread's slot to prove anything"
+        );
+        assert!(
+            t.ages()[1] > 0,
+            "no retirement landed inside a reader's section: the test proves nothing"
+        );
+        t.check();
+    }
+
+    /// Its negative control: with nesting ignored, the handler's unlock ends the
+    /// thread's section and the other core's grace periods end under it.
+    #[cfg(all(rcuref_mutants, rcuref_fw_cores, rcuref_fw_tick))]
+    #[test]
+    fn negative_control_nesting_while_another_core_writes_is_checked() {
+        use core::sync::atomic::Ordering::Relaxed;
+        rcuref::mutants::select(rcuref::mutants::Mutant::NestingIgnored);
+        let t = smp::nesting_while_another_core_writes();
+        rcuref::mutants::select(rcuref::mutants::Mutant::None);
+        report(t);
+        let a = t.ages();
+        assert!(
+            a[2] + a[3] > 0 || t.reused_under_reader.load(Relaxed) > 0,
+            "the torture did not catch a handler's unlock ending the interrupted section"
+        );
     }
 
     /// The asymmetric-fence mode's heavy fence, checked where it must happen: for every
@@ -315,13 +440,17 @@ mod tests {
     /// does not reach it: DEVELOPMENT.md.)
     #[cfg(all(
         rcuref_asymmetric_fence,
-        any(target_arch = "riscv32", target_arch = "riscv64")
+        any(
+            target_arch = "riscv32",
+            target_arch = "riscv64",
+            target_arch = "aarch64"
+        )
     ))]
     mod heavy_fence {
         use core::sync::atomic::Ordering::Relaxed;
         use portable_atomic::AtomicU32;
         use rcuref::Rcu;
-        use rcuref_firmware::hart::heavy::observe_serves;
+        use rcuref_firmware::cores::{self, heavy::observe_serves, COUNT};
 
         const GRACE_PERIODS: u32 = 8;
         /// Counter steps the writer makes: four per grace period.
@@ -329,12 +458,13 @@ mod tests {
 
         static D: Rcu<4> = Rcu::new();
         static START: AtomicU32 = AtomicU32::new(0);
-        /// Numbers the events of both harts in one order (the order of this counter's
+        /// Numbers the events of every core in one order (the order of this counter's
         /// read-modify-writes, which follows happens-before).
         static EVENT: AtomicU32 = AtomicU32::new(0);
-        /// By counter value (offset from `START`): the event number of the first fence
-        /// served on the other hart, and of the first scan (0: none).
-        static SERVED: [AtomicU32; STEPS + 1] = [const { AtomicU32::new(0) }; STEPS + 1];
+        /// Per core, by counter value (offset from `START`): the event number of the
+        /// first fence served on that core; and of the first scan (0: none).
+        static SERVED: [[AtomicU32; STEPS + 1]; COUNT] =
+            [const { [const { AtomicU32::new(0) }; STEPS + 1] }; COUNT];
         #[cfg(rcuref_mutants)]
         static SCANNED: [AtomicU32; STEPS + 1] = [const { AtomicU32::new(0) }; STEPS + 1];
 
@@ -347,10 +477,10 @@ mod tests {
             }
         }
 
-        /// The grace periods run on hart 0: only a fence on hart 1 counts.
-        fn on_serve(hart: usize) {
-            if hart == 1 {
-                record(&SERVED, D.gp_counter());
+        /// The grace periods run on core 0: the other cores' fences count.
+        fn on_serve(core: usize) {
+            if core != 0 {
+                record(&SERVED[core], D.gp_counter());
             }
         }
 
@@ -361,9 +491,9 @@ mod tests {
             }
         }
 
-        /// Whether the wait at offset `i` was fenced on the other hart before its scan.
-        fn fenced(i: usize) -> bool {
-            let served = SERVED[i].load(Relaxed);
+        /// Whether the wait at offset `i` was fenced on `core` before its scan.
+        fn fenced(core: usize, i: usize) -> bool {
+            let served = SERVED[core][i].load(Relaxed);
             #[cfg(rcuref_mutants)]
             let before_scan = {
                 let scanned = SCANNED[i].load(Relaxed);
@@ -374,16 +504,12 @@ mod tests {
             served != 0 && before_scan
         }
 
-        /// Runs `GRACE_PERIODS` grace periods on hart 0 (hart 1 idles, serving requests)
-        /// and returns how many of their waits were not fenced on hart 1 before their
-        /// scan.
+        /// Runs `GRACE_PERIODS` grace periods on core 0 (the others idle, serving
+        /// requests) and returns how many (wait, other core) pairs were not fenced on
+        /// that core before the wait's scan.
         pub fn unfenced_waits() -> usize {
-            assert_eq!(
-                riscv::register::mhartid::read(),
-                0,
-                "the tests run on hart 0"
-            );
-            for n in &SERVED {
+            assert_eq!(cores::current(), 0, "the tests run on core 0");
+            for n in SERVED.iter().flatten() {
                 n.store(0, Relaxed);
             }
             #[cfg(rcuref_mutants)]
@@ -406,10 +532,15 @@ mod tests {
                 steps, STEPS,
                 "one writer, no reader: four steps per grace period"
             );
-            let unfenced = (1..STEPS).step_by(2).filter(|&i| !fenced(i)).count();
+            let unfenced = (1..STEPS)
+                .step_by(2)
+                .flat_map(|i| (1..COUNT).map(move |c| (c, i)))
+                .filter(|&(c, i)| !fenced(c, i))
+                .count();
             defmt::info!(
-                "{=usize} waits, {=usize} not fenced on the other hart before their scan",
+                "{=usize} waits x {=usize} other cores, {=usize} not fenced there before their scan",
                 STEPS / 2,
+                COUNT - 1,
                 unfenced
             );
             unfenced
@@ -418,10 +549,14 @@ mod tests {
 
     #[cfg(all(
         rcuref_asymmetric_fence,
-        any(target_arch = "riscv32", target_arch = "riscv64")
+        any(
+            target_arch = "riscv32",
+            target_arch = "riscv64",
+            target_arch = "aarch64"
+        )
     ))]
     #[test]
-    fn every_wait_fences_the_other_hart() {
+    fn every_wait_fences_every_other_core() {
         assert_eq!(heavy_fence::unfenced_waits(), 0);
     }
 
@@ -429,7 +564,11 @@ mod tests {
     #[cfg(all(
         rcuref_mutants,
         rcuref_asymmetric_fence,
-        any(target_arch = "riscv32", target_arch = "riscv64")
+        any(
+            target_arch = "riscv32",
+            target_arch = "riscv64",
+            target_arch = "aarch64"
+        )
     ))]
     #[test]
     fn negative_control_a_skipped_heavy_fence_is_caught() {
@@ -446,10 +585,13 @@ mod tests {
     #[should_panic]
     fn negative_control_torture_catches_busted_rcu() {
         rcuref::mutants::select(rcuref::mutants::Mutant::BustedGracePeriod);
-        #[cfg(target_arch = "arm")]
+        #[cfg(not(rcuref_fw_cores))]
         let t = irq::writer_in_handler(2_000);
-        #[cfg(not(target_arch = "arm"))]
-        let t = harts::run();
+        // With grace periods that end at once the writer outruns the readers on the
+        // other vCPUs (which may not even be scheduled yet): many rounds and many reads,
+        // so that sections really overlap retirements.
+        #[cfg(rcuref_fw_cores)]
+        let t = smp::run_with(20_000, 200_000);
         report(t);
         t.check();
     }

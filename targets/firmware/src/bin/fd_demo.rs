@@ -1,7 +1,8 @@
 //! The main demo on the target: the fd table of `examples/fd_table` (the same source),
 //! with a writer in thread code opening, closing and dup'ing descriptors while a reader
-//! `fget`s and `fput`s them without locks: in the SysTick handler on Cortex-M, on the
-//! second hart on RISC-V. Prints a summary over defmt and exits 0 only if every file a
+//! `fget`s and `fput`s them without locks: in the SysTick handler on a single-core
+//! Cortex-M, on every other core where there are several (RISC-V harts, AArch64 cores,
+//! mps2-an521's second M33). Prints a summary over defmt and exits 0 only if every file a
 //! reader got was open and intact and nothing leaked.
 #![no_std]
 #![no_main]
@@ -25,16 +26,16 @@ static READS: AtomicU32 = AtomicU32::new(0);
 /// The writer runs at least this many steps, and on until the reader has done
 /// `MIN_READS` (so the two really overlap, whatever the build's speed).
 const MIN_STEPS: u32 = 100_000;
-#[cfg(target_arch = "arm")]
+#[cfg(not(rcuref_fw_cores))]
 const MIN_READS: u32 = 20_000;
-#[cfg(not(target_arch = "arm"))]
+#[cfg(rcuref_fw_cores)]
 const MIN_READS: u32 = 50_000;
 static STEPS: AtomicU32 = AtomicU32::new(0);
 
 /// One reader step: fget + check + fput on the next descriptor, in a read section.
 fn read_one() {
     let i = READS.fetch_add(1, Relaxed) as usize;
-    // A slot is always free: one writer and one reader context.
+    // A slot is always free: the writer and at most three reader contexts.
     let _ = RCU.read(|g| T.fget_and_check(i % FDS, g));
 }
 
@@ -49,10 +50,9 @@ fn write_all() {
     DONE.store(true, Relaxed);
 }
 
-#[cfg(target_arch = "arm")]
-rcuref_firmware::systick_handler!();
+rcuref_firmware::tick_handler!();
 
-#[cfg(target_arch = "arm")]
+#[cfg(not(rcuref_fw_cores))]
 fn run() -> &'static str {
     rcuref_firmware::tick::start(1_199, read_one);
     write_all();
@@ -64,10 +64,10 @@ fn run() -> &'static str {
     "Cortex-M: writer in thread code, reader in the SysTick handler"
 }
 
-#[cfg(any(target_arch = "riscv32", target_arch = "riscv64"))]
+#[cfg(rcuref_fw_cores)]
 fn run() -> &'static str {
-    fn job(hart: usize) {
-        if hart == 0 {
+    fn job(core: usize) {
+        if core == 0 {
             write_all();
         } else {
             while !DONE.load(Relaxed) {
@@ -75,8 +75,18 @@ fn run() -> &'static str {
             }
         }
     }
-    rcuref_firmware::hart::run_on_both(job);
-    "RISC-V: writer on hart 0, reader on hart 1"
+    rcuref_firmware::cores::run_on_all(job);
+    defmt::info!(
+        "{=usize} cores: the writer on core 0, a reader on each other core",
+        rcuref_firmware::cores::COUNT
+    );
+    if cfg!(target_arch = "aarch64") {
+        "AArch64: writer on core 0, readers on cores 1-3"
+    } else if cfg!(target_arch = "arm") {
+        "Cortex-M33 (mps2-an521): writer on core 0, reader on core 1"
+    } else {
+        "RISC-V: writer on hart 0, reader on hart 1"
+    }
 }
 
 #[no_mangle]

@@ -1,0 +1,521 @@
+//! Four Cortex-A53 cores on QEMU `virt`, at EL1 with the MMU off, no firmware.
+//!
+//! Boot: QEMU enters `_start` on core 0 (the others are powered off). Every core sets
+//! its own stack (64 KiB each, by its `MPIDR_EL1` affinity), enables FP/SIMD and
+//! installs the vector table; core 0 clears `.bss`, brings up the GICv2 distributor and
+//! its CPU interface, powers the other cores on through PSCI `CPU_ON` (over `hvc`: QEMU
+//! implements PSCI itself when it boots a kernel at EL1), waits until they are up and
+//! enters embedded-test's `main`. The other cores bring up their CPU interface and
+//! serve [`cores::run_on_all`] jobs forever.
+//!
+//! Interrupts: IRQs go through one vector to [`irq`], which reads the GIC's acknowledge
+//! register and dispatches: the EL1 physical timer (PPI 30) to [`tick`], software
+//! generated interrupt 1 to the asymmetric-fence mode's heavy fence (`cores::heavy`).
+//! A synchronous exception (a bug) is reported over defmt and ends the run.
+//!
+//! The critical section is rcuref's `cores::Aarch64` (IRQs masked on this core plus a
+//! spinlock across cores). Exclusive accesses with the MMU off work in QEMU; on real
+//! hardware they need the MMU and caches on (Normal memory).
+
+use core::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
+use portable_atomic::{AtomicPtr, AtomicU32, AtomicUsize};
+
+critical_section::set_impl!(rcuref::cores::Aarch64);
+
+core::arch::global_asm!(
+    r#"
+    .section .text.boot, "ax"
+    .global _start
+_start:
+    mrs     x0, mpidr_el1
+    and     x0, x0, #0xff
+    ldr     x1, =__stacks_end
+    lsl     x2, x0, #16
+    sub     x1, x1, x2
+    mov     sp, x1
+    mov     x3, #(3 << 20)
+    msr     cpacr_el1, x3
+    isb
+    ldr     x3, =__vectors
+    msr     vbar_el1, x3
+    isb
+    cbnz    x0, 2f
+    ldr     x1, =__bss_start
+    ldr     x2, =__bss_end
+1:  cmp     x1, x2
+    b.hs    3f
+    str     xzr, [x1], #8
+    b       1b
+3:  bl      rcuref_fw_boot_core0
+    b       .
+2:  bl      rcuref_fw_boot_secondary
+    b       .
+    .ltorg
+
+    .section .text.vectors, "ax"
+    .balign 2048
+    .global __vectors
+__vectors:
+    .balign 128
+    b       rcuref_fw_unexpected_entry      // current EL, SP0: synchronous
+    .balign 128
+    b       rcuref_fw_unexpected_entry      // IRQ
+    .balign 128
+    b       rcuref_fw_unexpected_entry      // FIQ
+    .balign 128
+    b       rcuref_fw_unexpected_entry      // SError
+    .balign 128
+    b       rcuref_fw_sync_entry            // current EL, SPx: synchronous
+    .balign 128
+    b       rcuref_fw_irq_entry             // IRQ
+    .balign 128
+    b       rcuref_fw_unexpected_entry      // FIQ
+    .balign 128
+    b       rcuref_fw_unexpected_entry      // SError
+    .balign 128
+    b       rcuref_fw_unexpected_entry      // lower EL (never used)
+    .balign 128
+    b       rcuref_fw_unexpected_entry
+    .balign 128
+    b       rcuref_fw_unexpected_entry
+    .balign 128
+    b       rcuref_fw_unexpected_entry
+    .balign 128
+    b       rcuref_fw_unexpected_entry
+    .balign 128
+    b       rcuref_fw_unexpected_entry
+    .balign 128
+    b       rcuref_fw_unexpected_entry
+    .balign 128
+    b       rcuref_fw_unexpected_entry
+
+    .section .text.irq, "ax"
+rcuref_fw_irq_entry:
+    // Every caller-saved register, integer and FP/SIMD: the interrupted code expects
+    // them back (IRQs stay masked until `eret`, so there is no nesting to save for).
+    sub     sp, sp, #688
+    stp     x0, x1, [sp, #0]
+    stp     x2, x3, [sp, #16]
+    stp     x4, x5, [sp, #32]
+    stp     x6, x7, [sp, #48]
+    stp     x8, x9, [sp, #64]
+    stp     x10, x11, [sp, #80]
+    stp     x12, x13, [sp, #96]
+    stp     x14, x15, [sp, #112]
+    stp     x16, x17, [sp, #128]
+    stp     x18, x29, [sp, #144]
+    str     x30, [sp, #160]
+    stp     q0, q1, [sp, #176]
+    stp     q2, q3, [sp, #208]
+    stp     q4, q5, [sp, #240]
+    stp     q6, q7, [sp, #272]
+    stp     q16, q17, [sp, #304]
+    stp     q18, q19, [sp, #336]
+    stp     q20, q21, [sp, #368]
+    stp     q22, q23, [sp, #400]
+    stp     q24, q25, [sp, #432]
+    stp     q26, q27, [sp, #464]
+    stp     q28, q29, [sp, #496]
+    stp     q30, q31, [sp, #528]
+    add     x2, sp, #560                    // (x2 is saved: a base past stp's reach)
+    mrs     x0, fpcr
+    mrs     x1, fpsr
+    stp     x0, x1, [x2, #0]
+    mrs     x0, elr_el1
+    mrs     x1, spsr_el1
+    stp     x0, x1, [x2, #16]
+    bl      rcuref_fw_irq
+    add     x2, sp, #560
+    ldp     x0, x1, [x2, #16]
+    msr     elr_el1, x0
+    msr     spsr_el1, x1
+    ldp     x0, x1, [x2, #0]
+    msr     fpcr, x0
+    msr     fpsr, x1
+    ldp     q0, q1, [sp, #176]
+    ldp     q2, q3, [sp, #208]
+    ldp     q4, q5, [sp, #240]
+    ldp     q6, q7, [sp, #272]
+    ldp     q16, q17, [sp, #304]
+    ldp     q18, q19, [sp, #336]
+    ldp     q20, q21, [sp, #368]
+    ldp     q22, q23, [sp, #400]
+    ldp     q24, q25, [sp, #432]
+    ldp     q26, q27, [sp, #464]
+    ldp     q28, q29, [sp, #496]
+    ldp     q30, q31, [sp, #528]
+    ldp     x0, x1, [sp, #0]
+    ldp     x2, x3, [sp, #16]
+    ldp     x4, x5, [sp, #32]
+    ldp     x6, x7, [sp, #48]
+    ldp     x8, x9, [sp, #64]
+    ldp     x10, x11, [sp, #80]
+    ldp     x12, x13, [sp, #96]
+    ldp     x14, x15, [sp, #112]
+    ldp     x16, x17, [sp, #128]
+    ldp     x18, x29, [sp, #144]
+    ldr     x30, [sp, #160]
+    add     sp, sp, #688
+    eret
+
+rcuref_fw_sync_entry:
+    mrs     x0, esr_el1
+    mrs     x1, elr_el1
+    mrs     x2, far_el1
+    bl      rcuref_fw_sync_exception
+    b       .
+
+rcuref_fw_unexpected_entry:
+    bl      rcuref_fw_unexpected_exception
+    b       .
+"#
+);
+
+extern "C" {
+    /// embedded-test's entry point (or a plain firmware's `main`).
+    fn main() -> !;
+}
+
+/// Cores that have checked in (core 0 included).
+static ONLINE: AtomicUsize = AtomicUsize::new(0);
+
+/// Core 0, after `.bss` is clear.
+#[no_mangle]
+extern "C" fn rcuref_fw_boot_core0() -> ! {
+    gic::init_distributor();
+    gic::init_cpu();
+    ONLINE.fetch_add(1, AcqRel);
+    extern "C" {
+        fn _start();
+    }
+    for core in 1..cores::COUNT {
+        let r = psci_cpu_on(core as u64, _start as *const () as usize as u64);
+        assert!(r == 0, "PSCI CPU_ON of core {} failed: {}", core, r);
+    }
+    while ONLINE.load(Acquire) < cores::COUNT {
+        core::hint::spin_loop();
+    }
+    // SAFETY: `main` is embedded-test's entry point (`-> !`), meant to be called once, on
+    // the boot core, after RAM initialisation: exactly this call.
+    unsafe { main() }
+}
+
+/// Every other core, once PSCI has started it at `_start`.
+#[no_mangle]
+extern "C" fn rcuref_fw_boot_secondary(core: usize) -> ! {
+    gic::init_cpu();
+    ONLINE.fetch_add(1, AcqRel);
+    cores::serve(core)
+}
+
+/// PSCI `CPU_ON` (SMC calling convention, 64-bit, over `hvc`): starts core `mpidr` at
+/// `entry`. Returns PSCI's status (0: success).
+fn psci_cpu_on(mpidr: u64, entry: u64) -> i64 {
+    let r: i64;
+    // SAFETY: a PSCI call to QEMU's PSCI implementation (EL1, `hvc` conduit); it starts
+    // the core at `entry` (our `_start`, which sets up everything the core needs) and
+    // clobbers at most x0-x17, all declared.
+    unsafe {
+        core::arch::asm!(
+            "hvc #0",
+            inout("x0") 0xC400_0003u64 => r,
+            inout("x1") mpidr => _,
+            inout("x2") entry => _,
+            inout("x3") 0u64 => _,
+            out("x4") _, out("x5") _, out("x6") _, out("x7") _,
+            out("x8") _, out("x9") _, out("x10") _, out("x11") _,
+            out("x12") _, out("x13") _, out("x14") _, out("x15") _,
+            out("x16") _, out("x17") _,
+            options(nostack)
+        )
+    };
+    r
+}
+
+/// A synchronous exception: a bug (a fault, an undefined instruction). Reports it and
+/// ends the run as a failure.
+#[no_mangle]
+extern "C" fn rcuref_fw_sync_exception(esr: u64, elr: u64, far: u64) -> ! {
+    defmt::error!(
+        "synchronous exception on core {=usize}: ESR {=u64:#x} ELR {=u64:#x} FAR {=u64:#x}",
+        cores::current(),
+        esr,
+        elr,
+        far
+    );
+    semihosting::process::abort()
+}
+
+#[no_mangle]
+extern "C" fn rcuref_fw_unexpected_exception() -> ! {
+    defmt::error!("unexpected exception on core {=usize}", cores::current());
+    semihosting::process::abort()
+}
+
+/// The IRQ dispatcher, from the vector.
+#[no_mangle]
+extern "C" fn rcuref_fw_irq() {
+    let iar = gic::acknowledge();
+    let id = iar & 0x3FF;
+    match id {
+        tick::PPI => tick::on_interrupt(),
+        cores::heavy::SGI => cores::heavy::on_request(),
+        1020..=1023 => return, // spurious: nothing to end
+        _ => {}
+    }
+    gic::end(iar);
+}
+
+/// QEMU `virt`'s GICv2: distributor and CPU interface.
+mod gic {
+    const GICD: usize = 0x0800_0000;
+    const GICC: usize = 0x0801_0000;
+
+    fn write(addr: usize, v: u32) {
+        // SAFETY: an aligned GICv2 register of QEMU `virt`'s memory map (device memory,
+        // always mapped with the MMU off); writing it configures only the GIC.
+        unsafe { core::ptr::write_volatile(addr as *mut u32, v) }
+    }
+
+    fn read(addr: usize) -> u32 {
+        // SAFETY: as in `write`; reading GICC_IAR acknowledges the interrupt, which is
+        // what its one caller wants.
+        unsafe { core::ptr::read_volatile(addr as *const u32) }
+    }
+
+    /// Enables the distributor (once, core 0).
+    pub(super) fn init_distributor() {
+        write(GICD, 1);
+    }
+
+    /// This core's CPU interface: every priority passes, SGIs and the timer's PPI
+    /// enabled (those enables are banked per core), IRQs unmasked.
+    pub(super) fn init_cpu() {
+        write(GICC + 0x04, 0xF0); // GICC_PMR
+        write(GICC, 1); // GICC_CTLR
+        write(GICD + 0x100, 0xFFFF | 1 << super::tick::PPI); // GICD_ISENABLER0
+                                                             // SAFETY: unmasking IRQs on this core; the vector is installed.
+        unsafe { core::arch::asm!("msr daifclr, #2", options(nostack)) };
+    }
+
+    pub(super) fn acknowledge() -> u32 {
+        read(GICC + 0x0C)
+    }
+
+    pub(super) fn end(iar: u32) {
+        write(GICC + 0x10, iar);
+    }
+
+    /// Raises software generated interrupt `id` on the cores in `targets` (a bit per
+    /// core).
+    pub(super) fn sgi(targets: u32, id: u32) {
+        // DSB: the stores before the request are visible before the interrupt is.
+        // SAFETY: a barrier.
+        unsafe { core::arch::asm!("dsb ish", options(nostack)) };
+        write(GICD + 0xF00, (targets & 0xFF) << 16 | id);
+    }
+}
+
+/// The cores, and jobs on all of them.
+pub mod cores {
+    use super::*;
+
+    /// Cores the firmware runs on (`-smp 4`).
+    pub const COUNT: usize = 4;
+
+    /// The current core (its `MPIDR_EL1` affinity 0).
+    pub fn current() -> usize {
+        let mpidr: u64;
+        // SAFETY: reading MPIDR_EL1 at EL1 has no side effects.
+        unsafe { core::arch::asm!("mrs {}, mpidr_el1", out(reg) mpidr, options(nomem, nostack)) };
+        (mpidr & 0xFF) as usize
+    }
+
+    /// The job: a `fn(usize)` as a pointer, a generation count, the cores done with it.
+    static JOB: AtomicPtr<()> = AtomicPtr::new(core::ptr::null_mut());
+    static GENERATION: AtomicU32 = AtomicU32::new(0);
+    static DONE: AtomicUsize = AtomicUsize::new(0);
+
+    /// Runs `f(core)` on every core at once (`f(0)` on this one, the boot core); returns
+    /// when all are done. Everything they wrote is visible afterwards.
+    pub fn run_on_all(f: fn(usize)) {
+        assert_eq!(current(), 0, "jobs are started from the boot core");
+        DONE.store(0, Relaxed);
+        JOB.store(f as *mut (), Relaxed);
+        GENERATION.fetch_add(1, Release);
+        f(0);
+        while DONE.load(Acquire) < COUNT - 1 {
+            core::hint::spin_loop();
+        }
+    }
+
+    /// A secondary core's loop: runs each new job once.
+    pub(super) fn serve(core: usize) -> ! {
+        let mut seen = GENERATION.load(Acquire);
+        loop {
+            let g = GENERATION.load(Acquire);
+            if g == seen {
+                core::hint::spin_loop();
+                continue;
+            }
+            seen = g;
+            let p = JOB.load(Relaxed);
+            // SAFETY: `JOB` only holds a `fn(usize)` stored by `run_on_all` before the
+            // generation this core acquired.
+            let f: fn(usize) = unsafe { core::mem::transmute::<*mut (), fn(usize)>(p) };
+            f(core);
+            DONE.fetch_add(1, Release);
+        }
+    }
+
+    /// The heavy fence of the asymmetric-fence mode: software generated interrupt 1 to
+    /// every other core, each of which executes `dmb ish` and publishes the request's
+    /// ticket as served; the caller waits for all of them (the same protocol as the
+    /// RISC-V harts' CLINT IPI, `hart.rs`). Requests are served from the start on every
+    /// core, so two cores fencing at once serve each other while they wait; it must not
+    /// be called with interrupts masked.
+    pub mod heavy {
+        use super::*;
+
+        /// The SGI that asks for a fence.
+        pub const SGI: u32 = 1;
+
+        /// Per core: the newest ticket asked of it, and the newest it has served.
+        static ASKED: [AtomicU32; COUNT] = [const { AtomicU32::new(0) }; COUNT];
+        static SERVED: [AtomicU32; COUNT] = [const { AtomicU32::new(0) }; COUNT];
+
+        fn dmb() {
+            // SAFETY: a barrier.
+            unsafe { core::arch::asm!("dmb ish", options(nostack)) };
+        }
+
+        pub(crate) fn on_request() {
+            let me = current();
+            let ticket = ASKED[me].load(Acquire);
+            dmb();
+            let observer = OBSERVER.load(Acquire);
+            if !observer.is_null() {
+                // SAFETY: `OBSERVER` only holds null or a `fn(usize)` stored by
+                // `observe_serves`.
+                let f: fn(usize) = unsafe { core::mem::transmute::<*mut (), fn(usize)>(observer) };
+                f(me);
+            }
+            SERVED[me].store(ticket, Release);
+        }
+
+        /// Test instrumentation: a `fn(usize)` as a pointer, or null.
+        static OBSERVER: AtomicPtr<()> = AtomicPtr::new(core::ptr::null_mut());
+
+        /// Test instrumentation: `f(core)` runs in the handler of every request served
+        /// from now on, on the served core, after its barrier and before the requester is
+        /// released. `None` stops it.
+        pub fn observe_serves(f: Option<fn(usize)>) {
+            let p = f.map_or(core::ptr::null_mut(), |f| f as *mut ());
+            OBSERVER.store(p, Release);
+        }
+
+        /// The heavy fence.
+        pub struct SgiFence;
+
+        // SAFETY: returns only after every other core has executed `dmb ish` in
+        // `on_request` after reading a ticket at least as new as ours (so after this call
+        // began), and executes one itself before and after: the contract of
+        // `HeavyFence`. The SGI is raised after a `dsb ish`, so the ticket is visible to
+        // the handler that the interrupt starts.
+        unsafe impl rcuref::rcu::HeavyFence for SgiFence {
+            fn heavy_fence() {
+                dmb();
+                let me = current();
+                let mut ticket = [0u32; COUNT];
+                let mut targets = 0u32;
+                for (c, t) in ticket.iter_mut().enumerate().filter(|&(c, _)| c != me) {
+                    *t = ASKED[c].fetch_add(1, AcqRel).wrapping_add(1);
+                    targets |= 1 << c;
+                }
+                super::gic::sgi(targets, SGI);
+                for (c, &t) in ticket.iter().enumerate().filter(|&(c, _)| c != me) {
+                    while (SERVED[c].load(Acquire).wrapping_sub(t) as i32) < 0 {
+                        core::hint::spin_loop();
+                    }
+                }
+                dmb();
+            }
+        }
+
+        #[cfg(rcuref_asymmetric_fence)]
+        rcuref::set_heavy_fence!(SgiFence);
+    }
+}
+
+/// The EL1 physical timer as a source of preemption for interrupt-context tests, with
+/// the same interface as the Cortex-M SysTick one: [`start`], the test's loop, [`stop`].
+pub mod tick {
+    use super::*;
+
+    /// The EL1 physical timer's interrupt (PPI 14 = INTID 30).
+    pub const PPI: u32 = 30;
+
+    static HANDLER: AtomicPtr<()> = AtomicPtr::new(core::ptr::null_mut());
+    static TICKS: AtomicU32 = AtomicU32::new(0);
+    static INTERVAL: AtomicU32 = AtomicU32::new(0);
+
+    fn frequency() -> u64 {
+        let f: u64;
+        // SAFETY: reading CNTFRQ_EL0 has no side effects.
+        unsafe { core::arch::asm!("mrs {}, cntfrq_el0", out(reg) f, options(nomem, nostack)) };
+        f
+    }
+
+    fn arm(interval: u32) {
+        // SAFETY: programming this core's EL1 physical timer (EL1 may): fires `interval`
+        // counts from now, interrupt unmasked.
+        unsafe {
+            core::arch::asm!(
+                "msr cntp_tval_el0, {}",
+                "mov {tmp}, #1",
+                "msr cntp_ctl_el0, {tmp}",
+                "isb",
+                in(reg) interval as u64,
+                tmp = out(reg) _,
+                options(nostack)
+            )
+        };
+    }
+
+    /// Starts the timer on this core, calling `handler` from its interrupt every
+    /// `reload + 1` cycles of a 12 MHz clock (the Cortex-M tests' SysTick period).
+    pub fn start(reload: u32, handler: fn()) {
+        HANDLER.store(handler as *mut (), Release);
+        TICKS.store(0, Relaxed);
+        let interval = ((reload as u64 + 1) * frequency() / 12_000_000).max(64) as u32;
+        INTERVAL.store(interval, Relaxed);
+        arm(interval);
+    }
+
+    /// Stops the timer and returns how many times the handler ran.
+    pub fn stop() -> u32 {
+        // SAFETY: disabling this core's EL1 physical timer.
+        unsafe { core::arch::asm!("msr cntp_ctl_el0, xzr", "isb", options(nostack)) };
+        HANDLER.store(core::ptr::null_mut(), Release);
+        TICKS.load(Relaxed)
+    }
+
+    /// How many ticks have run since `start`.
+    pub fn ticks() -> u32 {
+        TICKS.load(Relaxed)
+    }
+
+    pub(crate) fn on_interrupt() {
+        let p = HANDLER.load(Acquire);
+        if p.is_null() {
+            // SAFETY: as in `stop`.
+            unsafe { core::arch::asm!("msr cntp_ctl_el0, xzr", options(nostack)) };
+            return;
+        }
+        TICKS.fetch_add(1, Relaxed);
+        // SAFETY: `HANDLER` only holds null or a `fn()` stored by `start`.
+        let f: fn() = unsafe { core::mem::transmute::<*mut (), fn()>(p) };
+        f();
+        arm(INTERVAL.load(Relaxed));
+    }
+}
