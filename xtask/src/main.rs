@@ -57,7 +57,26 @@ pub const FIRMWARE_EXAMPLES: &[(&str, &str)] = &[
         "rcuref-example-riscv-kernel",
         "riscv32imac-unknown-none-elf",
     ),
+    ("rcuref-example-aarch64-kernel", "aarch64-unknown-none"),
+    ("rcuref-example-m33-dual-core", "thumbv8m.main-none-eabihf"),
 ];
+
+/// The runner an example needs beyond the target's (cargo's config cannot give one for
+/// a dotted triple, rust-lang/cargo#15901): the dual-core M33 runs on mps2-an521.
+fn example_env(pkg: &str, target: &str) -> Vec<(String, String)> {
+    match pkg {
+        "rcuref-example-m33-dual-core" => vec![(
+            runner_var(target),
+            format!("cargo xtask qemu-run --target {target} --machine mps2-an521"),
+        )],
+        _ => Vec::new(),
+    }
+}
+
+/// `(name, value)` pairs as cargo steps take them.
+fn env_refs(env: &[(String, String)]) -> Vec<(&str, &str)> {
+    env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
+}
 
 /// The embedded targets, in the order they are tested.
 pub const TARGETS: &[&str] = &[
@@ -496,14 +515,15 @@ fn test(args: &[String]) -> Result<(), String> {
             .iter()
             .filter(|(_, t)| targets.contains(t))
         {
+            let env = example_env(pkg, t);
             run.cargo(
                 &format!("{t} (firmware example {pkg})"),
                 &["run", "-q", "-p", pkg, "--release", "--target", t],
-                &[],
+                &env_refs(&env),
             );
         }
         if targets.contains(&"thumbv7m-none-eabi") {
-            runner_for_other_crates(&mut run);
+            runner_for_other_crates(&mut run, &targets);
         }
         if targets.contains(&"thumbv6m-none-eabi") {
             run.expect_failure_with(
@@ -618,7 +638,7 @@ fn publishing_checks(run: &mut steps::Run, msrv: &str, nightly: bool) {
 /// The QEMU runner as a product: installed with `cargo install --path runner` (as a user
 /// would), then used by a crate that is not this one (`runner/fixture`, its own
 /// workspace) as its cargo runner, for an embedded-test suite and a plain firmware.
-fn runner_for_other_crates(run: &mut steps::Run) {
+fn runner_for_other_crates(run: &mut steps::Run, targets: &[&str]) {
     let root = steps::workspace_root();
     let install_root = root.join("target/runner-install");
     let install_root_s = install_root.display().to_string();
@@ -665,6 +685,41 @@ fn runner_for_other_crates(run: &mut steps::Run) {
         &env,
     );
     run.in_dir("");
+    // Kernels built elsewhere, given to the installed runner as a user would: the 4-core
+    // aarch64 one with only --target and --smp, the dual-core M33 one with --machine
+    // (the ELFs of the firmware examples above).
+    let runner_bin = install_root.join("bin/qemu-embedded-runner");
+    let runner_bin = runner_bin.display().to_string();
+    let foreign: [(&str, &str, &[&str]); 2] = [
+        (
+            "aarch64-unknown-none",
+            "rcuref-example-aarch64-kernel",
+            &["--smp", "4"],
+        ),
+        (
+            "thumbv8m.main-none-eabihf",
+            "rcuref-example-m33-dual-core",
+            &["--machine", "mps2-an521"],
+        ),
+    ];
+    for (t, pkg, extra) in foreign.iter().filter(|(t, _, _)| targets.contains(t)) {
+        let elf = root.join("target").join(t).join("release").join(pkg);
+        let elf = elf.display().to_string();
+        let mut args = vec!["--target", t];
+        args.extend_from_slice(extra);
+        args.push(&elf);
+        run.command(
+            &format!(
+                "runner: a foreign {pkg} through the installed runner ({})",
+                extra.join(" ")
+            ),
+            &runner_bin,
+            &args,
+            &env,
+            false,
+            true,
+        );
+    }
 }
 
 /// The rustflags the firmware of a target is tested with: `.cargo/config.toml`'s for that
@@ -688,7 +743,24 @@ fn rustflags_var(target: &str) -> String {
 }
 
 fn demo() -> Result<(), String> {
-    let fw_targets = ["thumbv7em-none-eabihf", "riscv64gc-unknown-none-elf"];
+    // (target, features, runner, what runs where)
+    let fw: [(&str, Option<&str>, Option<&str>, &str); 4] = [
+        (
+            "thumbv7em-none-eabihf",
+            None,
+            None,
+            "reader in the SysTick handler",
+        ),
+        ("riscv64gc-unknown-none-elf", None, None, "two harts"),
+        ("aarch64-unknown-none", None, None, "four Cortex-A53 cores"),
+        (
+            "thumbv8m.main-none-eabihf",
+            Some("dual-core"),
+            Some("cargo xtask qemu-run --target thumbv8m.main-none-eabihf --machine mps2-an521"),
+            "both Cortex-M33 cores of mps2-an521",
+        ),
+    ];
+    let fw_targets: Vec<&str> = fw.iter().map(|f| f.0).collect();
     install::targets(&fw_targets)?;
     install::qemu()?;
     let mut run = steps::Run::new("demo");
@@ -704,29 +776,36 @@ fn demo() -> Result<(), String> {
         ],
         &[],
     );
-    for t in fw_targets {
+    for (t, features, runner, what) in fw {
+        let mut args = vec![
+            "run",
+            "-q",
+            "-p",
+            "rcuref-firmware",
+            "--bin",
+            "fd_demo",
+            "--release",
+            "--target",
+            t,
+        ];
+        if let Some(f) = features {
+            args.extend(["--features", f]);
+        }
+        let rvar = runner_var(t);
+        let env: Vec<(&str, &str)> = runner.map(|r| (rvar.as_str(), r)).into_iter().collect();
         run.cargo_shown(
-            &format!("{t}: fd table firmware in QEMU"),
-            &[
-                "run",
-                "-q",
-                "-p",
-                "rcuref-firmware",
-                "--bin",
-                "fd_demo",
-                "--release",
-                "--target",
-                t,
-            ],
-            &[],
+            &format!("{t}: fd table firmware in QEMU ({what})"),
+            &args,
+            &env,
         );
     }
     for (pkg, t) in FIRMWARE_EXAMPLES {
         install::targets(&[t])?;
+        let env = example_env(pkg, t);
         run.cargo_shown(
             &format!("{t}: firmware example {pkg}"),
             &["run", "-q", "-p", pkg, "--release", "--target", t],
-            &[],
+            &env_refs(&env),
         );
     }
     run.cargo_shown(

@@ -1,0 +1,349 @@
+//! rcuref on both Cortex-M33 cores of Arm's SSE-200 (QEMU `mps2-an521`, Secure).
+//!
+//! * **Bring-up**: core 0 boots through cortex-m-rt; core 1 waits in reset until core 0
+//!   writes its vector table's address to `INITSVTOR1` and clears its bit in `CPUWAIT`.
+//!   Core 1's table (assembly, below) gives it its own stack, a reset handler and a
+//!   SysTick handler.
+//! * **Per-core readers**: one [`ContextReader`] per core, indexed by the SSE-200's
+//!   `CPU_IDENTITY` register; each core's thread reads through its own, and so does **its
+//!   SysTick handler** (SysTick is banked: each core has its own), which nests on the
+//!   core's slot whenever it interrupts the thread inside a section.
+//! * **A writer on core 0** publishes a configuration through an [`RcuValue`], waiting
+//!   for a free buffer with a [`StallDetector`] whose clock is core 0's SysTick count
+//!   (QEMU's SysTick under load is no wall clock, but it is monotonic): when a grace
+//!   period takes longer than 20 ticks it reports which slots hold it up.
+//! * **Core 1**, now and then, stays in a section for 60 ticks: the stall reports must
+//!   name its slot (slot 1) and nothing else (a report may name nobody: the reader can
+//!   leave between the failed attempt and the look; at least three must name slot 1).
+//! * The critical section (defmt's logger needs one) is rcuref's
+//!   [`cores::CortexM`](rcuref::cores::CortexM) keyed by `CPU_IDENTITY`: PRIMASK plus a
+//!   spinlock. cortex-m's `critical-section-single-core` would be unsound here: it does
+//!   not stop the other core.
+//!
+//! Every read checks that the configuration is whole and does not change under it. The
+//! run prints a summary and exits 0, or 1 on a violation (or a stall report naming the
+//! wrong slot).
+//!
+//! Run (cargo cannot read a `[target]` table for this dotted triple, rust-lang/cargo#15901,
+//! so the runner comes from the environment):
+//! `CARGO_TARGET_THUMBV8M_MAIN_NONE_EABIHF_RUNNER="qemu-embedded-runner --target
+//! thumbv8m.main-none-eabihf --machine mps2-an521" cargo run -p rcuref-example-m33-dual-core
+//! --release --target thumbv8m.main-none-eabihf`
+#![no_std]
+#![no_main]
+
+use core::ops::ControlFlow;
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering::*};
+use cortex_m::peripheral::syst::SystClkSource;
+use cortex_m_rt::{entry, exception};
+use defmt_semihosting as _;
+use rcuref::rcu::StallDetector;
+use rcuref::{ContextReader, Rcu, RcuValue};
+
+// ---- the SSE-200 ------------------------------------------------------------------------
+
+/// Per-core CPU_IDENTITY register: 0 on core 0, 1 on core 1.
+const CPU_IDENTITY: usize = 0x4001_F000;
+/// Secure system control: core 1's initial vector table, and the cores' wait bits.
+const INITSVTOR1: usize = 0x5002_1114;
+const CPUWAIT: usize = 0x5002_1118;
+
+/// Which core this is, for rcuref's multi-core critical section.
+struct Sse200;
+
+// SAFETY: CPU_IDENTITY reads 0 on core 0 and 1 on core 1, always the same on a core.
+unsafe impl rcuref::cores::CoreId for Sse200 {
+    fn core_id() -> u32 {
+        // SAFETY: an aligned, always-readable register of the SSE-200's memory map.
+        unsafe { core::ptr::read_volatile(CPU_IDENTITY as *const u32) }
+    }
+}
+
+critical_section::set_impl!(rcuref::cores::CortexM<Sse200>);
+
+fn core_id() -> usize {
+    <Sse200 as rcuref::cores::CoreId>::core_id() as usize
+}
+
+// ---- the domain -------------------------------------------------------------------------
+
+static RCU: Rcu<3> = Rcu::with_dedicated(2);
+/// Each core's reader, by core.
+// SAFETY: slot `c` is used only by core `c`'s thread and by core `c`'s own SysTick
+// handler, which leaves every section it enters before it returns.
+static CORE_READER: [ContextReader<'static, 3>; 2] =
+    unsafe { [RCU.context_reader(0), RCU.context_reader(1)] };
+
+/// A configuration: a generation, some settings, and a checksum over both.
+struct Config {
+    gen: u32,
+    settings: [u32; 8],
+    check: u32,
+}
+
+impl Config {
+    const fn new(gen: u32) -> Self {
+        let mut settings = [0u32; 8];
+        let mut i = 0;
+        while i < 8 {
+            settings[i] = gen.wrapping_mul(2_654_435_761).wrapping_add(i as u32);
+            i += 1;
+        }
+        Config {
+            gen,
+            settings,
+            check: checksum(gen, &settings),
+        }
+    }
+    fn whole(&self) -> bool {
+        self.check == checksum(self.gen, &self.settings)
+    }
+}
+
+const fn checksum(gen: u32, s: &[u32; 8]) -> u32 {
+    let mut c = gen ^ 0x5EED;
+    let mut i = 0;
+    while i < 8 {
+        c = c.rotate_left(5) ^ s[i];
+        i += 1;
+    }
+    c
+}
+
+static CONFIG: RcuValue<'static, Config, 2, 3> = RcuValue::new(&RCU, Config::new(0));
+
+// ---- readers ----------------------------------------------------------------------------
+
+/// Core 0's SysTick count: the stall detector's clock.
+static TICKS: AtomicU32 = AtomicU32::new(0);
+static READS: [AtomicU32; 2] = [AtomicU32::new(0), AtomicU32::new(0)];
+static TICK_READS: [AtomicU32; 2] = [AtomicU32::new(0), AtomicU32::new(0)];
+static NESTED: AtomicU32 = AtomicU32::new(0);
+static VIOLATIONS: AtomicU32 = AtomicU32::new(0);
+static STALLS: AtomicU32 = AtomicU32::new(0);
+static WRONG_HOLDOUT: AtomicU32 = AtomicU32::new(0);
+static CLEARED: AtomicU32 = AtomicU32::new(0);
+static CORE1_UP: AtomicBool = AtomicBool::new(false);
+static DONE: AtomicBool = AtomicBool::new(false);
+
+fn ticks() -> u64 {
+    u64::from(TICKS.load(Relaxed))
+}
+
+/// One section on core `c`'s reader, held for `hold` of core 0's ticks (0: a quick one).
+fn read(c: usize, hold: u32) {
+    CORE_READER[c].read(|g| {
+        let cfg = CONFIG.load(g);
+        let (gen, first) = (cfg.gen, cfg.settings[0]);
+        let mut ok = cfg.whole();
+        let until = TICKS.load(Relaxed).wrapping_add(hold);
+        while hold != 0 && TICKS.load(Relaxed) != until {
+            core::hint::spin_loop();
+        }
+        ok &= cfg.whole() && cfg.gen == gen && cfg.settings[0] == first;
+        if !ok {
+            VIOLATIONS.fetch_add(1, Relaxed);
+        }
+    });
+}
+
+/// Both cores' SysTick: a read on this core's slot (nesting on the thread's section if
+/// it interrupted one); on core 0 also the clock.
+fn on_tick() {
+    let c = core_id();
+    if c == 0 {
+        TICKS.fetch_add(1, Relaxed);
+    }
+    if CORE_READER[c].in_read_section() {
+        NESTED.fetch_add(1, Relaxed);
+    }
+    read(c, 0);
+    TICK_READS[c].fetch_add(1, Relaxed);
+}
+
+/// This core's SysTick (banked per core) every 12,000 cycles.
+fn start_systick() {
+    // SAFETY: only this core's SysTick is touched, and only here.
+    let mut syst = unsafe { cortex_m::Peripherals::steal() }.SYST;
+    syst.set_clock_source(SystClkSource::Core);
+    syst.set_reload(11_999);
+    syst.clear_current();
+    syst.enable_interrupt();
+    syst.enable_counter();
+}
+
+#[exception]
+fn SysTick() {
+    on_tick();
+}
+
+// ---- core 1 -------------------------------------------------------------------------------
+
+core::arch::global_asm!(
+    r#"
+    .section .bss.core1_stack, "aw", %nobits
+    .balign 8
+core1_stack:
+    .space 16384
+
+    .section .rodata.core1_vectors, "a"
+    .balign 512
+    .global core1_vectors
+core1_vectors:
+    .word core1_stack + 16384       // initial stack pointer
+    .word core1_reset               // reset
+    .rept 13                        // NMI .. PendSV: unexpected
+    .word core1_fault
+    .endr
+    .word core1_systick             // SysTick
+"#
+);
+
+extern "C" {
+    static core1_vectors: u32;
+}
+
+#[no_mangle]
+extern "C" fn core1_reset() -> ! {
+    // The hard-float ABI: FPU on (CP10, CP11), as cortex-m-rt does on core 0.
+    // SAFETY: this core's CPACR; enabling the FPU changes nothing else.
+    unsafe {
+        let cpacr = 0xE000_ED88 as *mut u32;
+        cpacr.write_volatile(cpacr.read_volatile() | 0xF << 20);
+        cortex_m::asm::dsb();
+        cortex_m::asm::isb();
+    }
+    start_systick();
+    CORE1_UP.store(true, Release);
+    let mut n = 0u32;
+    while !DONE.load(Acquire) {
+        n += 1;
+        read(1, if n % 200 == 0 { 60 } else { 0 });
+        READS[1].fetch_add(1, Relaxed);
+    }
+    loop {
+        cortex_m::asm::wfi();
+    }
+}
+
+#[no_mangle]
+extern "C" fn core1_systick() {
+    on_tick();
+}
+
+#[no_mangle]
+extern "C" fn core1_fault() -> ! {
+    defmt::error!("an exception on core 1");
+    semihosting::process::abort()
+}
+
+fn start_core1() {
+    // SAFETY: the SSE-200's Secure system control registers (we run Secure): writing
+    // core 1's vector table address and clearing its wait bit starts it at `core1_reset`.
+    unsafe {
+        let table = core::ptr::addr_of!(core1_vectors) as u32;
+        (INITSVTOR1 as *mut u32).write_volatile(table);
+        cortex_m::asm::dsb();
+        let wait = (CPUWAIT as *const u32).read_volatile();
+        (CPUWAIT as *mut u32).write_volatile(wait & !2);
+    }
+}
+
+// ---- core 0: the writer -------------------------------------------------------------------
+
+#[entry]
+fn main() -> ! {
+    defmt::info!(
+        "rcuref on mps2-an521: two Cortex-M33, per-core and SysTick readers, a stall detector"
+    );
+    start_core1();
+    while !CORE1_UP.load(Acquire) {
+        core::hint::spin_loop();
+    }
+    defmt::info!(
+        "core 1 is up (INITSVTOR1 + CPUWAIT), CPU_IDENTITY {=usize}",
+        core_id()
+    );
+    start_systick();
+
+    let mut writer = RCU.register().expect("the writer's slot");
+    let mut stall = StallDetector::new(
+        ticks,
+        20,
+        |waited, holdouts: rcuref::rcu::Holdouts<'_, 3>| {
+            STALLS.fetch_add(1, Relaxed);
+            let mut named = 0;
+            for h in holdouts {
+                named += 1;
+                if h.slot != 1 {
+                    WRONG_HOLDOUT.fetch_add(1, Relaxed);
+                }
+                defmt::info!(
+                    "stall: waited {=u64} ticks; slot {=usize} holds the grace period up (nesting {=u32})",
+                    waited,
+                    h.slot,
+                    h.nesting
+                );
+            }
+            if named == 0 {
+                CLEARED.fetch_add(1, Relaxed);
+            }
+        },
+    );
+    let enough = |published: u32| {
+        published >= 3_000
+            && STALLS.load(Relaxed) - CLEARED.load(Relaxed) >= 3
+            && TICK_READS.iter().all(|r| r.load(Relaxed) >= 20)
+            && NESTED.load(Relaxed) >= 1
+    };
+    let (mut published, mut gen) = (0u32, 0u32);
+    while !enough(published) && ticks() < 200_000 {
+        gen += 1;
+        let mut value = Config::new(gen);
+        loop {
+            match CONFIG.replace_with(&mut writer, value, |w| {
+                stall.observe(w);
+                ControlFlow::Continue(())
+            }) {
+                Ok(()) => break,
+                Err(r) => value = r.value, // Busy cannot happen (one writer): retry
+            }
+        }
+        published += 1;
+        read(0, 0);
+        READS[0].fetch_add(1, Relaxed);
+    }
+    let all_seen = enough(published);
+    DONE.store(true, Release);
+    let (v, wrong) = (VIOLATIONS.load(Relaxed), WRONG_HOLDOUT.load(Relaxed));
+    defmt::info!(
+        "{=u32} generations published; reads: core 0 {=u32}, core 1 {=u32}; SysTick reads: core 0 {=u32}, core 1 {=u32} ({=u32} nested in an interrupted section)",
+        published,
+        READS[0].load(Relaxed),
+        READS[1].load(Relaxed),
+        TICK_READS[0].load(Relaxed),
+        TICK_READS[1].load(Relaxed),
+        NESTED.load(Relaxed)
+    );
+    defmt::info!(
+        "{=u32} stalls reported ({=u32} cleared before the slots were read), {=u32} naming the wrong slot; {=u32} violations",
+        STALLS.load(Relaxed),
+        CLEARED.load(Relaxed),
+        wrong,
+        v
+    );
+    if !all_seen {
+        defmt::error!("not everything happened within 200,000 ticks");
+    }
+    semihosting::process::exit(if v == 0 && wrong == 0 && all_seen {
+        0
+    } else {
+        1
+    })
+}
+
+#[panic_handler]
+fn panic(info: &core::panic::PanicInfo) -> ! {
+    defmt::error!("{}", defmt::Display2Format(info));
+    semihosting::process::abort()
+}
