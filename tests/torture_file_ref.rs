@@ -147,6 +147,9 @@ fn failed_gets_stay_near_dead(rounds: u32) {
 /// K threads incrementing one count just below MAXREF (leaked clones, item 3): the
 /// count saturates and stays within SATURATED + K, however many increments come, and
 /// ends at exactly SATURATED. Mainline's plain `inc` walks it on into the dead zone.
+/// While the count crosses, the other threads may see MAXREF + 1 ..= MAXREF + K: the
+/// adds that crossed, before the first of them stores SATURATED (Miri's seed 3 shows
+/// it; a stricter bound was a test bug, not the library's).
 fn concurrent_incs_stay_saturated(rounds: u32) {
     let threads = 3u32;
     let r = FileRef32::from_raw(FileRef32::MAXREF - 10);
@@ -157,7 +160,7 @@ fn concurrent_incs_stay_saturated(rounds: u32) {
                     r.inc();
                     let raw = r.raw();
                     assert!(
-                        raw <= FileRef32::MAXREF
+                        raw <= FileRef32::MAXREF + threads
                             || (FileRef32::SATURATED..=FileRef32::SATURATED + threads)
                                 .contains(&raw),
                         "a saturated count drifted to {raw:#x}"

@@ -21,7 +21,7 @@ const USAGE: &str = "usage: cargo xtask <command>
   test [--quick] [--host-only] [--target T]...
            run every test: host (unit, integration, doc, loom models, negative controls,
            interrupt and panic injection, the herd7 litmus suite, Miri) and the on-target
-           suites in QEMU on five targets, debug and release, installing what is missing
+           suites in QEMU on seven targets, debug and release, installing what is missing
            first (rustup targets and components, nightly + Miri, QEMU, herdtools7)
            --quick      skip Miri and the release builds of the targets
            --host-only  skip QEMU

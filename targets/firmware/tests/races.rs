@@ -173,7 +173,7 @@ mod tests {
         /// Fewer rounds with more cores: each round is three barriers, and with four
         /// emulated cores on a two-core host a barrier waits for every vCPU thread to be
         /// scheduled.
-        pub const ROUNDS: u32 = if COUNT > 2 { 2_000 } else { 20_000 };
+        pub const ROUNDS: u32 = if COUNT > 2 { 1_000 } else { 20_000 };
         pub static O32: FileRef32 = FileRef32::new(1);
         pub static O64: FileRef64 = FileRef64::new(1);
         pub static DESTROYS: AtomicU32 = AtomicU32::new(0);
@@ -316,7 +316,7 @@ mod tests {
     /// Two cores show the weak-memory outcome the RCU's fences exist for (store
     /// buffering: each core stores, then loads the other's location, and both load the
     /// old value), and a full fence between store and load removes it (any further
-    /// cores only join the barriers). Without the
+    /// cores sit it out). Without the
     /// first, an on-target test could not catch a missing fence at all; without the
     /// second, the fences would not be doing their job here. Release builds only: in a
     /// debug build the code between the store and the load is long enough that the
@@ -330,17 +330,17 @@ mod tests {
         static Y: AtomicU32 = AtomicU32::new(0);
         static SEEN: [AtomicU32; 2] = [AtomicU32::new(0), AtomicU32::new(0)];
         static BOTH_OLD: [AtomicU32; 2] = [AtomicU32::new(0), AtomicU32::new(0)];
-        static RV: Rendezvous = Rendezvous::new();
+        // Two parties only: with four vCPUs on a two-core host, a four-party barrier
+        // three times a round made this test time out (aarch64, release, in CI).
+        static RV: Rendezvous = Rendezvous::with_parties(2);
         const N: u32 = 20_000;
         fn job(core: usize) {
+            if core > 1 {
+                return;
+            }
             for round in 0..2 * N {
                 let fenced = usize::from(round >= N);
                 RV.wait();
-                if core > 1 {
-                    RV.wait();
-                    RV.wait();
-                    continue;
-                }
                 let (mine, other) = if core == 0 { (&X, &Y) } else { (&Y, &X) };
                 mine.store(1, Relaxed);
                 if fenced == 1 {
