@@ -136,8 +136,10 @@ fn read(c: usize, hold: u32) {
         let cfg = CONFIG.load(g);
         let (gen, first) = (cfg.gen, cfg.settings[0]);
         let mut ok = cfg.whole();
-        let until = TICKS.load(Relaxed).wrapping_add(hold);
-        while hold != 0 && TICKS.load(Relaxed) != until {
+        // Until `hold` ticks have passed, not until the count equals a value: a vCPU
+        // the host stops for two ticks would miss it and hold the section for a lap.
+        let start = TICKS.load(Relaxed);
+        while TICKS.load(Relaxed).wrapping_sub(start) < hold {
             core::hint::spin_loop();
         }
         ok &= cfg.whole() && cfg.gen == gen && cfg.settings[0] == first;
@@ -297,15 +299,21 @@ fn main() -> ! {
             && NESTED.load(Relaxed) >= 1
     };
     let (mut published, mut gen) = (0u32, 0u32);
-    while !enough(published) && ticks() < 200_000 {
+    const DEADLINE: u64 = 200_000; // ticks: the run fails rather than hang
+    'publishing: while !enough(published) && ticks() < DEADLINE {
         gen += 1;
         let mut value = Config::new(gen);
         loop {
             match CONFIG.replace_with(&mut writer, value, |w| {
                 stall.observe(w);
-                ControlFlow::Continue(())
+                if ticks() < DEADLINE {
+                    ControlFlow::Continue(())
+                } else {
+                    ControlFlow::Break(())
+                }
             }) {
                 Ok(()) => break,
+                Err(r) if r.error == rcuref::Error::GaveUp => break 'publishing,
                 Err(r) => value = r.value, // Busy cannot happen (one writer): retry
             }
         }
