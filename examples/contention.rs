@@ -2,7 +2,8 @@
 //! succeeds, every get after it fails, the object is destroyed exactly once, and no
 //! warning fires. Run: `cargo run --release --example contention`.
 
-use rcuref::{warning_count, FileRef, Warning};
+use rcuref::file_ref::FileRef;
+use rcuref::{warning_count, Warning};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread;
 use std::time::Instant;

@@ -13,7 +13,7 @@
 #![allow(improper_ctypes_definitions, missing_docs)]
 
 use crate::file_ref::zoned;
-use crate::rcu::{cell, ops, value};
+use crate::rcu::{cell, encoding, ops, value};
 use crate::sync::Ordering::{Acquire, Relaxed, Release, SeqCst};
 use crate::sync::{fence, AtomicBool, AtomicPtr, AtomicU32};
 
@@ -72,23 +72,23 @@ probe! {
         crate::pool::swap_location(cur, raw)
     }
 
-    rcuref_api_read_section(r: &crate::Reader<'static, 4>) {
+    rcuref_api_read_section(r: &crate::rcu::Reader<'static, 4>) {
         let g = r.lock();
         core::hint::black_box(&g);
     }
-    rcuref_api_context_read_section(r: &crate::ContextReader<'static, 4>) {
+    rcuref_api_context_read_section(r: &crate::rcu::ContextReader<'static, 4>) {
         let g = r.lock();
         core::hint::black_box(&g);
     }
-    rcuref_api_get32(r: &crate::FileRef32) -> bool { r.get() }
-    rcuref_api_put32(r: &crate::FileRef32) -> bool { r.put() }
-    rcuref_api_put_close32(r: &crate::FileRef32) -> bool { r.put_close() }
-    rcuref_api_cell_replace(cell: &crate::RcuCell<'static, u32, 4>, new: &'static mut u32) {
+    rcuref_api_get32(r: &crate::file_ref::FileRef32) -> bool { r.get() }
+    rcuref_api_put32(r: &crate::file_ref::FileRef32) -> bool { r.put() }
+    rcuref_api_put_close32(r: &crate::file_ref::FileRef32) -> bool { r.put_close() }
+    rcuref_api_cell_replace(cell: &crate::rcu::RcuCell<'static, u32, 4>, new: &'static mut u32) {
         core::mem::forget(cell.replace(new));
     }
     rcuref_api_pool_get(
-        cell: &crate::PoolCell<'static, u32, 4>,
-        guard: &crate::Guard<'_, 'static, 4>
+        cell: &crate::pool::PoolCell<'static, u32, 4>,
+        guard: &crate::rcu::Guard<'_, 'static, 4>
     ) -> bool {
         let h = cell.get(guard);
         let found = h.is_some();
@@ -101,11 +101,11 @@ probe! {
 probe! {
     rcuref_twin_lock_outer_no_fence(slot: &AtomicU32, phase: &AtomicU32) {
         let p = phase.load(Relaxed);
-        slot.store(ops::entered(p), Release);
+        slot.store(encoding::entered(p), Release);
     }
     rcuref_twin_lock_outer_relaxed_store(slot: &AtomicU32, phase: &AtomicU32) {
         let p = phase.load(Relaxed);
-        slot.store(ops::entered(p), Relaxed);
+        slot.store(encoding::entered(p), Relaxed);
         fence(SeqCst);
     }
     rcuref_twin_lock_nested_relaxed(slot: &AtomicU32, v: u32) {
@@ -137,16 +137,16 @@ probe! {
         cnt.fetch_sub(1, Relaxed).wrapping_sub(1) as i32 >= 0
     }
     rcuref_twin_mark_dead32_relaxed(cnt: &AtomicU32) -> bool {
-        cnt.compare_exchange(u32::MAX, crate::FileRef32::DEAD, Relaxed, Relaxed).is_ok()
+        cnt.compare_exchange(u32::MAX, crate::file_ref::FileRef32::DEAD, Relaxed, Relaxed).is_ok()
     }
     rcuref_twin_close32_relaxed(cnt: &AtomicU32) -> bool {
         cnt.load(Relaxed) == 0
-            && cnt.compare_exchange(0, crate::FileRef32::DEAD, Relaxed, Relaxed).is_ok()
+            && cnt.compare_exchange(0, crate::file_ref::FileRef32::DEAD, Relaxed, Relaxed).is_ok()
     }
     rcuref_twin_repair32_as_store(cnt: &AtomicU32, to: u32) { cnt.store(to, Relaxed) }
     rcuref_twin_init32_relaxed(cnt: &AtomicU32, raw: u32) { cnt.store(raw, Relaxed) }
     rcuref_twin_resaturate32_relaxed(cnt: &AtomicU32) {
-        cnt.store(crate::FileRef32::SATURATED, Relaxed)
+        cnt.store(crate::file_ref::FileRef32::SATURATED, Relaxed)
     }
     rcuref_twin_claim_flag_relaxed(flag: &AtomicBool) -> bool { !flag.swap(true, Relaxed) }
     rcuref_twin_claim_flag_split(flag: &AtomicBool) -> bool {

@@ -37,6 +37,20 @@ macro_rules! const_fn {
     };
 }
 
+/// `[value; len]` for a value that is not `Copy` (an atomic): an inline `const` block
+/// where atomics are `const`, `from_fn` under loom (whose atomics are not). For the
+/// bodies of `const_fn!` constructors.
+#[allow(unused_macros)]
+macro_rules! array_of {
+    ($value:expr; $len:expr) => {{
+        #[cfg(not(loom))]
+        let a = [const { $value }; $len];
+        #[cfg(loom)]
+        let a = core::array::from_fn(|_| $value);
+        a
+    }};
+}
+
 /// An interrupt point of the read side (`mutants::Gap`): in test builds an armed
 /// handler runs here, on the context that reached it, as an interrupt taken between
 /// the two neighbouring instructions would; nothing in other builds.
@@ -48,27 +62,28 @@ macro_rules! interrupt_point {
     };
 }
 
-/// The crate's items, compiled only where the target's atomic read-modify-writes have a
-/// source (see the `compile_error!` below).
-macro_rules! when_atomics_are_chosen {
-    ($($item:item)*) => {$(
-        #[cfg(any(
-            target_has_atomic = "32",
-            feature = "critical-section",
-            portable_atomic_unsafe_assume_single_core,
-            portable_atomic_unsafe_assume_privileged
-        ))]
-        $item
-    )*};
+/// A pause point (`mutants::Point`): in `--cfg rcuref_mutants` builds a test can stop
+/// the calling context here (`mutants::set_pause_hook`); nothing in other builds.
+#[allow(unused_macros)]
+macro_rules! pause_point {
+    ($($point:tt)+) => {
+        #[cfg(all(rcuref_mutants, not(loom)))]
+        $crate::mutants::pause($crate::mutants::Point::$($point)+);
+    };
+}
+
+/// An injected pause on a lookup path (`mutants::set_read_delay`), widening race windows
+/// for the tortures in test builds; nothing in other builds.
+#[allow(unused_macros)]
+macro_rules! read_delay_point {
+    () => {
+        #[cfg(any(loom, rcuref_mutants))]
+        $crate::mutants::read_delay();
+    };
 }
 
 // One clear error instead of a page of missing `compare_exchange` methods.
-#[cfg(not(any(
-    target_has_atomic = "32",
-    feature = "critical-section",
-    portable_atomic_unsafe_assume_single_core,
-    portable_atomic_unsafe_assume_privileged
-)))]
+#[cfg(not(rcuref_atomics))]
 compile_error!(
     "rcuref: this target has no compare-and-swap (thumbv6m-none-eabi, for one), so the \
      binary must choose how atomic read-modify-writes work. Either enable rcuref's \
@@ -79,15 +94,10 @@ compile_error!(
      use the cfg form.)"
 );
 
-// The modules, each under the same condition as the items in `when_atomics_are_chosen!`
-// (written out, not inside the macro, so that tools that follow `mod` declarations, such
-// as cargo-mutants and rust-analyzer, see them).
-#[cfg(any(
-    target_has_atomic = "32",
-    feature = "critical-section",
-    portable_atomic_unsafe_assume_single_core,
-    portable_atomic_unsafe_assume_privileged
-))]
+// The modules, each under `rcuref_atomics` (build.rs: the target's atomic
+// read-modify-writes have a source). Written out one by one, not inside a macro, so that
+// tools that follow `mod` declarations (cargo-mutants, rust-analyzer) see them.
+#[cfg(rcuref_atomics)]
 mod sync;
 
 // Test builds only (loom, mutation testing, static variants for the litmus suite).
@@ -114,19 +124,9 @@ pub mod code_probe;
     doc(cfg(any(feature = "aarch64-cores", feature = "cortex-m-cores")))
 )]
 pub mod cores;
-#[cfg(any(
-    target_has_atomic = "32",
-    feature = "critical-section",
-    portable_atomic_unsafe_assume_single_core,
-    portable_atomic_unsafe_assume_privileged
-))]
+#[cfg(rcuref_atomics)]
 mod error;
-#[cfg(any(
-    target_has_atomic = "32",
-    feature = "critical-section",
-    portable_atomic_unsafe_assume_single_core,
-    portable_atomic_unsafe_assume_privileged
-))]
+#[cfg(rcuref_atomics)]
 pub mod file_ref;
 #[cfg(all(
     feature = "riscv-harts",
@@ -141,45 +141,20 @@ pub mod file_ref;
     )))
 )]
 pub mod harts;
-#[cfg(any(
-    target_has_atomic = "32",
-    feature = "critical-section",
-    portable_atomic_unsafe_assume_single_core,
-    portable_atomic_unsafe_assume_privileged
-))]
+#[cfg(rcuref_atomics)]
 mod log;
-#[cfg(any(
-    target_has_atomic = "32",
-    feature = "critical-section",
-    portable_atomic_unsafe_assume_single_core,
-    portable_atomic_unsafe_assume_privileged
-))]
+#[cfg(rcuref_atomics)]
 mod pad;
-#[cfg(any(
-    target_has_atomic = "32",
-    feature = "critical-section",
-    portable_atomic_unsafe_assume_single_core,
-    portable_atomic_unsafe_assume_privileged
-))]
+#[cfg(rcuref_atomics)]
 pub mod pool;
-#[cfg(any(
-    target_has_atomic = "32",
-    feature = "critical-section",
-    portable_atomic_unsafe_assume_single_core,
-    portable_atomic_unsafe_assume_privileged
-))]
+#[cfg(rcuref_atomics)]
 pub mod rcu;
 
-when_atomics_are_chosen! {
-    #[cfg(any(target_has_atomic = "64", feature = "critical-section"))]
-    #[cfg_attr(docsrs, doc(cfg(any(target_has_atomic = "64", feature = "critical-section"))))]
-    pub use file_ref::FileRef64;
-    pub use file_ref::{FileRef, FileRef32};
-    pub use log::{set_warning_hook, warning_count, Warning};
-    pub use pad::CACHE_PADDED;
-    pub use error::{Error, Refused};
-    pub use pool::{Handle, Pool, PoolCell};
-    pub use rcu::{
-        ContextReader, DeferQueue, GpCookie, Guard, Rcu, RcuCell, RcuValue, Reader, Retired,
-    };
-}
+// One public path per item: the primitives live in their modules (`rcuref::file_ref`,
+// `rcuref::rcu`, `rcuref::pool`); the crate root holds only what all of them share.
+#[cfg(rcuref_atomics)]
+pub use error::{Error, Refused};
+#[cfg(rcuref_atomics)]
+pub use log::{set_warning_hook, warning_count, Warning};
+#[cfg(rcuref_atomics)]
+pub use pad::CACHE_PADDED;

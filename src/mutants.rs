@@ -199,6 +199,21 @@ mod hooks {
         ACTIVE.load(Ordering::Relaxed) == m as u8
     }
 
+    static OLD_WRITER_LOCK: core::sync::atomic::AtomicBool =
+        core::sync::atomic::AtomicBool::new(false);
+
+    /// `Mutant::WriterLock`: takes the old design's try-lock around grace-period steps
+    /// (one for the process: the tests that select it use one domain); `false` if
+    /// another context holds it.
+    pub(crate) fn old_writer_lock_take() -> bool {
+        !OLD_WRITER_LOCK.swap(true, Ordering::Acquire)
+    }
+
+    /// Releases the old try-lock.
+    pub(crate) fn old_writer_lock_release() {
+        OLD_WRITER_LOCK.store(false, Ordering::Release);
+    }
+
     static READ_DELAY: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
     static READ_TICK: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
 

@@ -24,40 +24,12 @@
 //! lines are prefetched together on x86_64; Apple and some Neoverse parts have 128-byte
 //! lines), 64 bytes elsewhere.
 
-/// `T` alone on its cache line(s), when padding is on; `T` itself otherwise.
-#[cfg_attr(
-    all(
-        any(
-            rcuref_cache_padding,
-            all(target_pointer_width = "64", not(rcuref_no_cache_padding))
-        ),
-        any(
-            target_arch = "x86_64",
-            target_arch = "aarch64",
-            target_arch = "powerpc64"
-        )
-    ),
-    repr(align(128))
-)]
-#[cfg_attr(
-    all(
-        any(
-            rcuref_cache_padding,
-            all(target_pointer_width = "64", not(rcuref_no_cache_padding))
-        ),
-        not(any(
-            target_arch = "x86_64",
-            target_arch = "aarch64",
-            target_arch = "powerpc64"
-        ))
-    ),
-    repr(align(64))
-)]
+/// `T` alone on its cache line(s), when padding is on; `T` itself otherwise. (`build.rs`
+/// decides, from the cfgs above, and names the line size as `rcuref_pad`.)
+#[cfg_attr(rcuref_pad = "128", repr(align(128)))]
+#[cfg_attr(rcuref_pad = "64", repr(align(64)))]
 pub(crate) struct Line<T>(pub(crate) T);
 
 /// Whether this build pads reader slots and the grace-period state to cache lines
 /// (see the crate's README, "Features and cfgs").
-pub const CACHE_PADDED: bool = cfg!(any(
-    rcuref_cache_padding,
-    all(target_pointer_width = "64", not(rcuref_no_cache_padding))
-));
+pub const CACHE_PADDED: bool = cfg!(any(rcuref_pad = "64", rcuref_pad = "128"));

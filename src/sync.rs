@@ -11,6 +11,14 @@
 //!   with feature `critical-section`. We deliberately do **not** use portable-atomic's
 //!   `fallback` (a global spinlock table): a thread holding one of its locks that is
 //!   interrupted by a handler touching the same lock deadlocks on a single core.
+//!
+//! The exceptions, each state that loom must not model (it is not part of any algorithm
+//! a loom model checks, and loom's atomics cannot live in a `static` outside a model):
+//! the warning counters and hook (`log.rs`, diagnostics), the debug section table's
+//! domain serials (`rcu/sections.rs`, std debug builds), the membarrier mode flag
+//! (`rcu/heavy.rs`, Linux hosts, never under loom), and the test hooks (`mutants.rs`).
+//! They use portable-atomic or `core` atomics directly. (`cores.rs` and `harts.rs` are
+//! critical-section implementations for the binary: real hardware only.)
 
 #[cfg(all(loom, target_has_atomic = "64"))]
 pub(crate) use loom::sync::atomic::AtomicU64;
@@ -23,6 +31,22 @@ pub(crate) use core::sync::atomic::Ordering;
 pub(crate) use portable_atomic::AtomicU64;
 #[cfg(not(loom))]
 pub(crate) use portable_atomic::{fence, AtomicBool, AtomicPtr, AtomicU32};
+
+/// A plain store, except under loom, where it is a swap (the same write). loom 0.7 lets
+/// a plain store slip between the read and the write of a concurrent read-modify-write
+/// (tokio-rs/loom#254), a history no C++ execution or CPU can produce; it made the pool
+/// models report a put against a count `init` had just replaced, and a claim flag still
+/// set after its last release. A swap keeps the write atomic with respect to RMWs in
+/// loom's model. The one place this workaround lives.
+macro_rules! plain_store {
+    ($atomic:expr, $value:expr, $order:expr) => {{
+        #[cfg(loom)]
+        let _ = $atomic.swap($value, $order);
+        #[cfg(not(loom))]
+        $atomic.store($value, $order);
+    }};
+}
+pub(crate) use plain_store;
 
 /// The fence a reader issues after announcing itself. A full fence, except:
 /// * when the binary asserts a single core with `--cfg rcuref_unsafe_assume_single_core`:

@@ -2,10 +2,10 @@
 //! `#[derive(Debug)]` works), errors implement `core::error::Error` and `Display`, and
 //! the error shape is the documented one.
 
-use rcuref::{
-    DeferQueue, Error, FileRef32, FileRef64, GpCookie, Guard, Handle, Pool, PoolCell, Rcu, RcuCell,
-    Reader, Refused, Retired, Warning,
-};
+use rcuref::file_ref::{FileRef32, FileRef64};
+use rcuref::pool::{Handle, Pool, PoolCell};
+use rcuref::rcu::{DeferQueue, GpCookie, Guard, Rcu, RcuCell, Reader, Retired};
+use rcuref::{Error, Refused, Warning};
 
 #[derive(Debug)]
 #[allow(dead_code)]
@@ -78,14 +78,15 @@ fn every_public_type_is_debug() {
 /// print its own name, hiding an empty `Debug`).
 #[test]
 fn the_rcu_helpers_are_debug() {
-    use rcuref::rcu::{Deadline, StallDetector};
-    use rcuref::{ContextReader, RcuValue};
+    use rcuref::rcu::{ContextReader, Deadline, PerCpu, RcuValue, StallDetector};
     static RCU: Rcu<3> = Rcu::with_dedicated(1);
     // SAFETY: (test) slot 0 is dedicated, and only this test's thread uses CTX.
     static CTX: ContextReader<'static, 3> = unsafe { RCU.context_reader(0) };
     static VALUE: RcuValue<'static, u32, 2, 3> = RcuValue::new(&RCU, 5);
+    // SAFETY: (test) as above: one CPU, this test's thread.
+    static CPUS: PerCpu<'static, 3, 1> = unsafe { RCU.per_cpu(|| 0) };
     let guard = CTX.lock();
-    let stall = StallDetector::new(|| 0, 10, |_: u64, _: rcuref::rcu::Holdouts<'_, 3>| ());
+    let stall = StallDetector::new(|| 0, 10, |_, _| ());
     let deadline = Deadline::new(|| 0, 10);
     let wait = RCU.start_poll().wait();
     for (text, starts) in [
@@ -95,6 +96,7 @@ fn the_rcu_helpers_are_debug() {
         (format!("{wait:?}"), "GracePeriod"),
         (format!("{stall:?}"), "StallDetector"),
         (format!("{deadline:?}"), "Deadline"),
+        (format!("{CPUS:?}"), "PerCpu"),
     ] {
         assert!(text.starts_with(starts), "{starts}: {text}");
     }

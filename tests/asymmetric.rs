@@ -14,9 +14,9 @@
 #[path = "cases/rcu.rs"]
 mod cases;
 
-rcuref::set_heavy_fence!(rcuref::rcu::Membarrier);
+rcuref::set_heavy_fence!(rcuref::rcu::heavy::Membarrier);
 
-use rcuref::Rcu;
+use rcuref::rcu::Rcu;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering::*};
 
 #[test]

@@ -1,7 +1,7 @@
-//! Async grace periods (issue 11 item 3) on a minimal executor of our own: futures that
+//! Async grace periods on a minimal executor of our own: futures that
 //! need no executor features, a guard held across an `.await`, and async reclamation.
 
-use rcuref::{DeferQueue, Rcu, RcuCell};
+use rcuref::rcu::{DeferQueue, Rcu, RcuCell};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};

@@ -4,7 +4,7 @@
 #[path = "cases/file_ref.rs"]
 mod cases;
 
-use rcuref::{FileRef32, FileRef64};
+use rcuref::file_ref::{FileRef32, FileRef64};
 
 /// Scales iteration counts down under Miri, which is ~1000x slower.
 fn n(full: u32) -> u32 {
@@ -69,7 +69,7 @@ fn sizes_and_auto_traits() {
     assert_eq!(core::mem::size_of::<FileRef64>(), 8);
     // The native width: 64 bits on 64-bit hosts, 32 on i686 (Miri's 32-bit run).
     assert_eq!(
-        core::mem::size_of::<rcuref::FileRef>(),
+        core::mem::size_of::<rcuref::file_ref::FileRef>(),
         core::mem::size_of::<usize>()
     );
     // The constants are the kernel's.

@@ -15,7 +15,7 @@
 #![cfg(all(rcuref_asymmetric_fence, rcuref_mutants))]
 
 use rcuref::mutants::{select, set_pause_hook, Mutant, Point};
-use rcuref::Rcu;
+use rcuref::rcu::Rcu;
 use std::cell::Cell;
 use std::sync::atomic::{fence, AtomicBool, AtomicU32, Ordering::SeqCst};
 use std::time::{Duration, Instant};
@@ -57,7 +57,7 @@ struct Recording;
 // SAFETY: not a heavy fence for real readers (it fences only the calling thread): no
 // reader section runs in this test binary, so nothing relies on the contract; the
 // library's calls to it are what is under test.
-unsafe impl rcuref::rcu::HeavyFence for Recording {
+unsafe impl rcuref::rcu::heavy::HeavyFence for Recording {
     fn heavy_fence() {
         fence(SeqCst);
         let g = RCU.gp_counter();

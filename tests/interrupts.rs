@@ -1,4 +1,4 @@
-//! Interrupt injection on the host (testing.md item 28): a handler runs a read section
+//! Interrupt injection on the host: a handler runs a read section
 //! at every gap between the memory operations of the read side (`mutants::Gap`), on the
 //! interrupted thread, while a writer on another core swaps buffers, waits for grace
 //! periods and frees. Built with `--cfg rcuref_mutants` (the library's interrupt points);
@@ -18,7 +18,7 @@
 #![cfg(all(rcuref_mutants, target_os = "linux", not(miri)))]
 
 use rcuref::mutants::{interrupt_pending, select, set_interrupt, Gap, Mutant};
-use rcuref::Rcu;
+use rcuref::rcu::Rcu;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering::*};
 
 const LIVE: u32 = 1;

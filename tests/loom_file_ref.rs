@@ -13,8 +13,8 @@ use loom::cell::UnsafeCell;
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
+use rcuref::file_ref::FileRef32;
 use rcuref::mutants::Mutant;
-use rcuref::FileRef32;
 
 /// An object whose payload loom watches: holders read it with `with`, the destroyer
 /// writes it with `with_mut`. loom fails the model if a destroy is not ordered after

@@ -1,4 +1,4 @@
-//! loom models of interrupt handlers that nest on the read side (testing.md item 28): a
+//! loom models of interrupt handlers that nest on the read side: a
 //! handler runs a whole read section at every gap between the memory operations of
 //! `lock`, `unlock`, `Rcu::register` (so `Rcu::read`) and a `Reader`'s drop, on the
 //! interrupted context, while a writer unpublishes, waits for a grace period by polling
@@ -25,7 +25,7 @@ use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
 use rcuref::mutants::{interrupt_pending, set_interrupt, Gap, Mutant};
-use rcuref::{ContextReader, Rcu};
+use rcuref::rcu::{ContextReader, Rcu};
 
 const LIVE: u32 = 1;
 const FREED: u32 = 0xDEAD;

@@ -11,7 +11,8 @@ use common::{model, must_catch};
 use loom::sync::Arc;
 use loom::thread;
 use rcuref::mutants::Mutant;
-use rcuref::{Pool, PoolCell, Rcu};
+use rcuref::pool::{Pool, PoolCell};
+use rcuref::rcu::Rcu;
 
 /// An object that knows which location it belongs to.
 struct Obj {
@@ -31,7 +32,7 @@ fn world() -> &'static World {
     }))
 }
 
-/// Test 4: location L0 holds an object with key 0. The writer takes it out and frees it,
+/// Lookup vs free and reuse: location L0 holds an object with key 0. The writer takes it out and frees it,
 /// then allocates an object with key 1 (the free list is LIFO: the same slot) and
 /// publishes it at L1. A lookup of L0 must never return the key-1 object.
 fn recheck_race() {
@@ -91,7 +92,7 @@ fn reinit_race() {
     });
 }
 
-/// Test 17 (free-list ABA), for the claim flags that replaced the tagged free list: two
+/// Free-list ABA, for the claim flags that replaced the tagged free list: two
 /// contexts allocate and free at once; a slot must never be handed to both (their
 /// values would collide, which loom sees as a concurrent write).
 fn claim_race() {

@@ -14,7 +14,7 @@ use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
 use rcuref::mutants::{select, Mutant};
-use rcuref::Rcu;
+use rcuref::rcu::Rcu;
 
 const LIVE: u32 = 1;
 const FREED: u32 = 0xDEAD;
@@ -51,15 +51,16 @@ impl World {
     }
     /// Publish `next`, wait for a grace period (blocking, through a registered reader),
     /// reclaim the old buffer.
-    fn replace_and_reclaim(&self, next: usize, w: &mut rcuref::Reader<'_, 4>) {
+    fn replace_and_reclaim(&self, next: usize, w: &mut rcuref::rcu::Reader<'_, 4>) {
         let old = self.current.swap(next, Ordering::AcqRel);
-        w.synchronize(thread::yield_now).unwrap();
+        w.synchronize(rcuref::rcu::forever(thread::yield_now))
+            .unwrap();
         // SAFETY: (test) loom checks that no reader access is concurrent with this.
         self.bufs[old].with_mut(|p| unsafe { *p = FREED });
     }
 }
 
-/// A second driver for any model (testing.md item 21): a context that takes a cookie
+/// A second driver for any model: a context that takes a cookie
 /// and polls it once, stepping the same grace periods as the model's writer.
 fn second_driver(w: &Arc<World>) -> thread::JoinHandle<()> {
     let d = w.clone();
@@ -144,7 +145,7 @@ fn deferred_queue_and_synchronize() {
             let mut me = b.rcu.register().unwrap();
             b.replace_and_reclaim(1, &mut me);
         });
-        let mut q: rcuref::DeferQueue<usize, 1, 4> = rcuref::DeferQueue::new(&w.rcu);
+        let mut q: rcuref::rcu::DeferQueue<usize, 1, 4> = rcuref::rcu::DeferQueue::new(&w.rcu);
         let old = w.current.swap(2, Ordering::AcqRel);
         q.defer(old).unwrap();
         while !q.is_empty() {
@@ -549,8 +550,8 @@ fn cell_replace_and_reclaim() {
         let rcu: &'static Rcu<4> = Box::leak(Box::new(Rcu::new()));
         let first: &'static mut Payload = Box::leak(Box::new(Payload(UnsafeCell::new(LIVE))));
         let second: &'static mut Payload = Box::leak(Box::new(Payload(UnsafeCell::new(LIVE))));
-        let cell: &'static rcuref::RcuCell<'static, Payload, 4> =
-            Box::leak(Box::new(rcuref::RcuCell::new(rcu, first)));
+        let cell: &'static rcuref::rcu::RcuCell<'static, Payload, 4> =
+            Box::leak(Box::new(rcuref::rcu::RcuCell::new(rcu, first)));
         let reader = thread::spawn(move || {
             let r = rcu.register().unwrap();
             r.read(|g| cell.load(g).read());
@@ -580,8 +581,8 @@ fn cell_replace_and_reclaim() {
 fn value_replace_twice() {
     model(2, || {
         let rcu: &'static Rcu<4> = Box::leak(Box::new(Rcu::new()));
-        let value: &'static rcuref::RcuValue<'static, Dropped, 2, 4> = Box::leak(Box::new(
-            rcuref::RcuValue::new(rcu, Dropped(Payload(UnsafeCell::new(LIVE)))),
+        let value: &'static rcuref::rcu::RcuValue<'static, Dropped, 2, 4> = Box::leak(Box::new(
+            rcuref::rcu::RcuValue::new(rcu, Dropped(Payload(UnsafeCell::new(LIVE)))),
         ));
         let reader = thread::spawn(move || {
             let r = rcu.register().unwrap();

@@ -1,4 +1,4 @@
-//! Panic injection (testing.md items 25, 29, 30): every user callback the library calls
+//! Panic injection: every user callback the library calls
 //! (a reclaim closure, `T::drop` on reclaim, a wait hook, a stall report, a warning
 //! hook, the heavy fence in the asymmetric-fence build) is made to panic once, at a
 //! chosen call; then the structure is driven through several laps of a 4-bit
@@ -16,7 +16,7 @@
 #![cfg(all(rcuref_mutants, not(miri)))]
 
 use rcuref::mutants::{select, set_gp_bits, Mutant};
-use rcuref::{DeferQueue, Rcu};
+use rcuref::rcu::{DeferQueue, Rcu};
 use std::ops::ControlFlow;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::SeqCst};
@@ -100,7 +100,7 @@ fn reclaim_panicking_at<'d>(n: u32) -> impl FnMut(Probe<'d>) {
 fn grace_periods(rcu: &Rcu<4>, n: u32) {
     let mut me = rcu.register().expect("a free slot for the driver");
     for gp in 0..n {
-        let r = me.synchronize_with(|w| {
+        let r = me.synchronize(|w| {
             if w.attempts() > 10_000 {
                 ControlFlow::Break(())
             } else {
@@ -175,7 +175,7 @@ fn panic_in_the_first_collect() {
     grace_periods(&rcu, 1);
     let p = Probe::unpublished(&rcu);
     let r = catch_unwind(AssertUnwindSafe(|| {
-        let _ = q.defer_or_wait(&mut me, p, || {}, reclaim_panicking_at(1));
+        let _ = q.defer_or_wait(&mut me, p, rcuref::rcu::spin, reclaim_panicking_at(1));
     }));
     assert!(r.is_err(), "the injected panic did not happen");
     laps(&rcu, 2);
@@ -195,7 +195,7 @@ fn panic_in_the_second_collect() {
     assert!(rcu.cookie_from_raw(g.wrapping_add(2)).poll()); // half a grace period on
     let p = Probe::unpublished(&rcu);
     let r = catch_unwind(AssertUnwindSafe(|| {
-        let _ = q.defer_or_wait(&mut me, p, || {}, reclaim_panicking_at(1));
+        let _ = q.defer_or_wait(&mut me, p, rcuref::rcu::spin, reclaim_panicking_at(1));
     }));
     assert!(r.is_err(), "the injected panic did not happen");
     laps(&rcu, 2);
@@ -213,7 +213,7 @@ fn panic_in_the_wait_hook() {
         let p = Probe::unpublished(&rcu);
         let mut me = rcu.register().unwrap();
         let r = catch_unwind(AssertUnwindSafe(|| {
-            let _ = q.defer_or_wait(&mut me, p, || panic!("injected: wait hook"), drop);
+            let _ = q.defer_or_wait(&mut me, p, |_| panic!("injected: wait hook"), drop);
         }));
         assert!(r.is_err(), "the injected panic did not happen");
         release.store(true, SeqCst);
@@ -361,11 +361,11 @@ fn a_reclaim_that_panics_in_barrier_leaves_the_rest_queued() {
         assert!(q.defer(Probe::unpublished(&rcu)).is_ok());
     }
     let r = catch_unwind(AssertUnwindSafe(|| {
-        let _ = q.barrier(&mut me, || {}, reclaim_panicking_at(2));
+        let _ = q.barrier(&mut me, rcuref::rcu::spin, reclaim_panicking_at(2));
     }));
     assert!(r.is_err(), "the injected panic did not happen");
     assert_eq!(q.len(), 1);
-    assert_eq!(q.barrier(&mut me, || {}, drop), Ok(1));
+    assert_eq!(q.barrier(&mut me, rcuref::rcu::spin, drop), Ok(1));
     drop(me);
     laps(&rcu, 2);
     assert_eq!((DROPS.load(SeqCst), EARLY.load(SeqCst)), (3, 0));
@@ -383,7 +383,7 @@ fn a_wait_hook_or_stall_report_that_panics_leaves_grace_periods_running() {
         let mut me = rcu.register().unwrap();
         for at in 1..=3u32 {
             let r = catch_unwind(AssertUnwindSafe(|| {
-                let _ = me.synchronize_with(|w| {
+                let _ = me.synchronize(|w| {
                     if w.attempts() == at {
                         panic!("injected: wait hook");
                     }
@@ -395,13 +395,10 @@ fn a_wait_hook_or_stall_report_that_panics_leaves_grace_periods_running() {
         let mut stall = rcuref::rcu::StallDetector::new(
             || 1_000u64,
             0,
-            |_, _: rcuref::rcu::Holdouts<'_, 4>| panic!("injected: stall report"),
+            |_, _| panic!("injected: stall report"),
         );
         let r = catch_unwind(AssertUnwindSafe(|| {
-            let _ = me.synchronize_with(|w| {
-                stall.observe(w);
-                ControlFlow::Continue(())
-            });
+            let _ = me.synchronize(|w| stall.observe(w));
         }));
         assert!(r.is_err());
         release.store(true, SeqCst);
@@ -427,17 +424,19 @@ impl Drop for PanicsOnDrop {
 fn a_value_whose_drop_panics_leaves_rcu_value_usable() {
     let _s = Setup::new(Mutant::None);
     let rcu: Rcu<4> = Rcu::new();
-    let v: rcuref::RcuValue<'_, PanicsOnDrop, 2, 4> = rcuref::RcuValue::new(&rcu, PanicsOnDrop(0));
+    let v: rcuref::rcu::RcuValue<'_, PanicsOnDrop, 2, 4> =
+        rcuref::rcu::RcuValue::new(&rcu, PanicsOnDrop(0));
     let mut me = rcu.register().unwrap();
     assert!(v.try_replace(PanicsOnDrop(1)).is_ok());
     PANIC_DROP.store(true, SeqCst);
     let r = catch_unwind(AssertUnwindSafe(|| {
-        let _ = v.replace(&mut me, PanicsOnDrop(2), || {});
+        let _ = v.replace(&mut me, PanicsOnDrop(2), rcuref::rcu::spin);
     }));
     assert!(r.is_err(), "the injected panic did not happen");
     for i in 3..20 {
         assert!(
-            v.replace(&mut me, PanicsOnDrop(i), || {}).is_ok(),
+            v.replace(&mut me, PanicsOnDrop(i), rcuref::rcu::spin)
+                .is_ok(),
             "replace {i} failed"
         );
         me.read(|g| assert_eq!(v.load(g).0, i));
@@ -449,7 +448,7 @@ fn a_value_whose_drop_panics_leaves_rcu_value_usable() {
 #[test]
 fn a_value_whose_drop_panics_still_frees_its_pool_slot() {
     let _s = Setup::new(Mutant::None);
-    let pool: rcuref::Pool<PanicsOnDrop, 2> = rcuref::Pool::new();
+    let pool: rcuref::pool::Pool<PanicsOnDrop, 2> = rcuref::pool::Pool::new();
     for round in 0..8 {
         let h = pool.alloc(PanicsOnDrop(round)).expect("a free slot");
         PANIC_DROP.store(round % 2 == 0, SeqCst);
@@ -462,19 +461,19 @@ fn a_value_whose_drop_panics_still_frees_its_pool_slot() {
 fn a_warning_hook_that_panics_leaves_the_count_in_its_zone() {
     let _s = Setup::new(Mutant::None);
     rcuref::set_warning_hook(Some(|_| panic!("injected: warning hook")));
-    let r = rcuref::FileRef32::new(1);
+    let r = rcuref::file_ref::FileRef32::new(1);
     assert!(r.put());
     assert!(
         catch_unwind(|| r.put()).is_err(),
         "an imbalanced put must warn"
     );
     assert!(r.is_dead() && !r.get());
-    let s = rcuref::FileRef32::new(u32::MAX);
+    let s = rcuref::file_ref::FileRef32::new(u32::MAX);
     assert!(
         catch_unwind(|| s.put()).is_err(),
         "a saturated put must warn"
     );
-    assert_eq!(s.raw(), rcuref::FileRef32::SATURATED);
+    assert_eq!(s.raw(), rcuref::file_ref::FileRef32::SATURATED);
     rcuref::set_warning_hook(None);
     assert!(s.get() && !r.get());
 }
@@ -560,7 +559,7 @@ mod heavy {
 
     // SAFETY: (test) no reader section of this test binary runs on another thread while
     // grace periods are driven, so a fence of the calling thread meets the contract.
-    unsafe impl rcuref::rcu::HeavyFence for PanicsOnce {
+    unsafe impl rcuref::rcu::heavy::HeavyFence for PanicsOnce {
         fn heavy_fence() {
             std::sync::atomic::fence(SeqCst);
             let n = PANIC_NEXT.load(SeqCst);

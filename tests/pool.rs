@@ -31,12 +31,12 @@ fn handles_share_only_what_t_allows() {
     struct Invalid;
     impl<T: ?Sized + Sync> AmbiguousIfSync<Invalid> for T {}
     // A handle of a !Sync T (Cell) must not be Sync: two threads could mutate it.
-    <rcuref::Handle<'static, std::cell::Cell<u32>, 4> as AmbiguousIfSync<_>>::some_item();
-    <rcuref::Pool<std::cell::Cell<u32>, 4> as AmbiguousIfSync<_>>::some_item();
+    <rcuref::pool::Handle<'static, std::cell::Cell<u32>, 4> as AmbiguousIfSync<_>>::some_item();
+    <rcuref::pool::Pool<std::cell::Cell<u32>, 4> as AmbiguousIfSync<_>>::some_item();
     // And a handle of a Sync T is Send + Sync.
     fn send_sync<T: Send + Sync>() {}
-    send_sync::<rcuref::Handle<'static, u32, 4>>();
-    send_sync::<rcuref::PoolCell<'static, u32, 4>>();
+    send_sync::<rcuref::pool::Handle<'static, u32, 4>>();
+    send_sync::<rcuref::pool::PoolCell<'static, u32, 4>>();
 }
 
 /// Item 3 of the soundness review, through the public API: `mem::forget` of 2^32 - 1
@@ -51,7 +51,8 @@ fn handles_share_only_what_t_allows() {
     ignore = "2^32 increments: run in release (cargo xtask test does)"
 )]
 fn forgotten_clones_cannot_wrap_the_count() {
-    use rcuref::{Pool, PoolCell, Rcu};
+    use rcuref::pool::{Pool, PoolCell};
+    use rcuref::rcu::Rcu;
     static RCU: Rcu<2> = Rcu::new();
     static POOL: Pool<u32, 2> = Pool::new();
     static CELL: PoolCell<'static, u32, 2> = PoolCell::new(&POOL);
@@ -70,7 +71,7 @@ fn forgotten_clones_cannot_wrap_the_count() {
         second.slot(),
         "a live slot was handed out again"
     );
-    // A lookup of the saturated (pinned) object finds it instead of spinning (item 5).
+    // A lookup of the saturated (pinned) object finds it instead of spinning.
     CELL.replace(Some(second));
     let reader = RCU.register().unwrap();
     let found = reader
@@ -90,7 +91,7 @@ fn forgotten_clones_cannot_wrap_the_count() {
 /// its books balanced.
 #[test]
 fn a_panicking_drop_still_frees_the_slot() {
-    use rcuref::Pool;
+    use rcuref::pool::Pool;
     struct Bomb(bool);
     impl Drop for Bomb {
         fn drop(&mut self) {
@@ -111,7 +112,7 @@ fn a_panicking_drop_still_frees_the_slot() {
 /// the slot and the value.
 #[test]
 fn handles_of_two_pools_differ_and_print() {
-    use rcuref::{Handle, Pool};
+    use rcuref::pool::{Handle, Pool};
     static A: Pool<u32, 2> = Pool::new();
     static B: Pool<u32, 2> = Pool::new();
     let (a, b) = (A.alloc(1).ok().unwrap(), B.alloc(1).ok().unwrap());
@@ -125,7 +126,7 @@ fn handles_of_two_pools_differ_and_print() {
 /// if that was the last).
 #[test]
 fn dropping_a_location_releases_its_reference() {
-    use rcuref::{Pool, PoolCell};
+    use rcuref::pool::{Pool, PoolCell};
     let pool: Pool<u32, 2> = Pool::new();
     {
         let cell = PoolCell::new(&pool);

@@ -1,4 +1,4 @@
-//! Preemption injection (testing.md item 22): a context stopped between any two of its
+//! Preemption injection: a context stopped between any two of its
 //! instructions, for as long as other work runs, as an RTOS does to a low-priority
 //! task. Two kinds:
 //!
@@ -17,9 +17,9 @@ mod freeze;
 mod rcu_cases;
 
 use freeze::{me, Freezer};
-use rcuref::Pool;
+use rcuref::pool::Pool;
 #[cfg(rcuref_mutants)]
-use rcuref::Rcu;
+use rcuref::rcu::Rcu;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::SeqCst};
 use std::time::{Duration, Instant};
 
@@ -366,13 +366,13 @@ mod exact_points {
         let t0 = Instant::now();
         let mut stalled = false;
         writer
-            .synchronize(|| {
+            .synchronize(rcuref::rcu::forever(|| {
                 if !stalled && t0.elapsed() > Duration::from_millis(500) {
                     stalled = true;
                     resume(); // let the poller go, so the run can end
                 }
                 std::thread::yield_now();
-            })
+            }))
             .unwrap();
         resume();
         poller.join().unwrap();
@@ -641,7 +641,7 @@ mod exact_points {
         );
     }
 
-    /// Free-list ABA (item 4), on the claim flags: an allocator stops after seeing slot 0
+    /// Free-list ABA (the first review found it in the tagged free list), on the claim flags: an allocator stops after seeing slot 0
     /// free and before claiming it, while another context allocates and frees that slot
     /// 65536 times (one full tag period of the old 16-bit tag) and then keeps it. The
     /// stopped allocator must not get the same slot.

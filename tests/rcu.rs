@@ -13,7 +13,7 @@ struct HeldReader {
 
 impl HeldReader {
     /// Returns once the reader is inside its section.
-    fn start<const N: usize>(rcu: &'static rcuref::Rcu<N>) -> Self {
+    fn start<const N: usize>(rcu: &'static rcuref::rcu::Rcu<N>) -> Self {
         use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
         use std::sync::{mpsc, Arc};
         let release = Arc::new(AtomicBool::new(false));
@@ -100,6 +100,11 @@ fn context_readers_nest_and_report() {
 }
 
 #[test]
+fn a_per_cpu_writer_needs_no_slot_of_its_own() {
+    cases::a_per_cpu_writer_needs_no_slot_of_its_own();
+}
+
+#[test]
 fn rcu_value_reuses_buffers_after_grace_periods() {
     cases::rcu_value_reuses_buffers_after_grace_periods();
 }
@@ -119,7 +124,7 @@ fn poll_is_bounded_for_any_cookie() {
     cases::poll_is_bounded_for_any_cookie();
 }
 
-/// Test 16: a blocking wait with a leaked guard is a documented error in every build,
+/// A blocking wait with a leaked guard is a documented error in every build,
 /// never a hang (and never a panic: debug builds used to panic here).
 #[test]
 fn synchronize_in_read_section_is_an_error() {
@@ -129,22 +134,22 @@ fn synchronize_in_read_section_is_an_error() {
     );
 }
 
-/// Test 13, blocking half: `synchronize` keeps calling its wait hook while a reader on
+/// A stalled reader, blocking half: `synchronize` keeps calling its wait hook while a reader on
 /// another thread is inside, and returns once that section ends.
 #[test]
 fn synchronize_waits_for_a_reader_on_another_thread() {
-    static RCU: rcuref::Rcu<2> = rcuref::Rcu::new();
+    static RCU: rcuref::rcu::Rcu<2> = rcuref::rcu::Rcu::new();
     let mut held = Some(HeldReader::start(&RCU));
     let mut waits = 0;
     let mut writer = RCU.register().unwrap();
     writer
-        .synchronize(|| {
+        .synchronize(rcuref::rcu::forever(|| {
             waits += 1;
             if waits == 51 {
                 held.take().unwrap().release();
             }
             std::thread::yield_now();
-        })
+        }))
         .unwrap();
     assert!(
         waits > 50,
@@ -157,22 +162,26 @@ fn synchronize_waits_for_a_reader_on_another_thread() {
 #[cfg(debug_assertions)]
 #[test]
 fn waiting_inside_another_readers_section_is_an_error() {
-    use rcuref::{DeferQueue, Error, RcuCell, Refused};
+    use rcuref::rcu::{DeferQueue, RcuCell};
+    use rcuref::{Error, Refused};
     #[allow(clippy::assertions_on_constants)]
     let () = assert!(
         rcuref::rcu::DETECTS_WAIT_IN_OTHER_SECTION,
         "the host tests run with feature `std` (Cargo.toml's dev-dependency on itself)"
     );
-    static RCU: rcuref::Rcu<3> = rcuref::Rcu::new();
+    static RCU: rcuref::rcu::Rcu<3> = rcuref::rcu::Rcu::new();
     let a = RCU.register().unwrap();
     let mut b = RCU.register().unwrap();
     let guard = a.lock();
-    assert_eq!(b.synchronize(|| ()), Err(Error::InReadSection));
+    assert_eq!(b.synchronize(rcuref::rcu::spin), Err(Error::InReadSection));
     let mut q: DeferQueue<u32, 1, 3> = DeferQueue::new(&RCU);
     q.defer(1).unwrap();
-    assert_eq!(q.barrier(&mut b, || (), drop), Err(Error::InReadSection));
     assert_eq!(
-        q.defer_or_wait(&mut b, 2, || (), drop),
+        q.barrier(&mut b, rcuref::rcu::spin, drop),
+        Err(Error::InReadSection)
+    );
+    assert_eq!(
+        q.defer_or_wait(&mut b, 2, rcuref::rcu::spin, drop),
         Err(Refused {
             error: Error::InReadSection,
             value: 2
@@ -182,7 +191,7 @@ fn waiting_inside_another_readers_section_is_an_error() {
     let mut y = 2u32;
     let cell = RcuCell::new(&RCU, &mut x);
     let retired = cell.replace(&mut y);
-    let retired = match retired.reclaim(&mut b, || ()) {
+    let retired = match retired.reclaim(&mut b, rcuref::rcu::spin) {
         Err(Refused {
             error: Error::InReadSection,
             value: r,
@@ -190,18 +199,19 @@ fn waiting_inside_another_readers_section_is_an_error() {
         other => panic!("expected InReadSection, got {:?}", other.map(|v| *v)),
     };
     drop(guard);
-    assert_eq!(*retired.reclaim(&mut b, || ()).unwrap(), 1);
-    assert_eq!(b.synchronize(|| ()), Ok(()));
-    assert_eq!(q.barrier(&mut b, || (), drop), Ok(1));
+    assert_eq!(*retired.reclaim(&mut b, rcuref::rcu::spin).unwrap(), 1);
+    assert_eq!(b.synchronize(rcuref::rcu::spin), Ok(()));
+    assert_eq!(q.barrier(&mut b, rcuref::rcu::spin, drop), Ok(1));
 }
 
 /// Item 8: queues, retired values and cells are bound to their domain; a reader or
 /// guard of another domain is an error, never a wrong answer.
 #[test]
 fn objects_of_another_domain_are_refused() {
-    use rcuref::{DeferQueue, Error, RcuCell, Refused};
-    static A: rcuref::Rcu<2> = rcuref::Rcu::new();
-    static B: rcuref::Rcu<2> = rcuref::Rcu::new();
+    use rcuref::rcu::{DeferQueue, RcuCell};
+    use rcuref::{Error, Refused};
+    static A: rcuref::rcu::Rcu<2> = rcuref::rcu::Rcu::new();
+    static B: rcuref::rcu::Rcu<2> = rcuref::rcu::Rcu::new();
     let reader_a = A.register().unwrap();
     let mut writer_b = B.register().unwrap();
     // A value deferred on A is released only after a grace period of A, whoever drives.
@@ -209,18 +219,18 @@ fn objects_of_another_domain_are_refused() {
     let guard = reader_a.lock();
     q.defer(7).unwrap();
     assert_eq!(
-        q.barrier(&mut writer_b, || (), drop),
+        q.barrier(&mut writer_b, rcuref::rcu::spin, drop),
         Err(Error::OtherDomain)
     );
     assert_eq!(
-        q.defer_or_wait(&mut writer_b, 8, || (), drop),
+        q.defer_or_wait(&mut writer_b, 8, rcuref::rcu::spin, drop),
         Err(Refused {
             error: Error::OtherDomain,
             value: 8
         })
     );
     let mut writer_b2 = B.register().unwrap();
-    writer_b2.synchronize(|| ()).unwrap(); // B's grace periods mean nothing to A
+    writer_b2.synchronize(rcuref::rcu::spin).unwrap(); // B's grace periods mean nothing to A
     assert_eq!(q.collect(drop), 0, "released during a reader of its domain");
     let mut x = 1u32;
     let mut y = 2u32;
@@ -234,7 +244,7 @@ fn objects_of_another_domain_are_refused() {
         Err(Error::OtherDomain)
     );
     let retired = cell.replace(&mut y);
-    let retired = match retired.reclaim(&mut writer_b, || ()) {
+    let retired = match retired.reclaim(&mut writer_b, rcuref::rcu::spin) {
         Err(Refused {
             error: Error::OtherDomain,
             value: r,
@@ -251,8 +261,8 @@ fn objects_of_another_domain_are_refused() {
 /// gone, the others stay queued and are released by the next collect.
 #[test]
 fn a_panicking_reclaim_leaves_the_queue_consistent() {
-    use rcuref::DeferQueue;
-    static RCU: rcuref::Rcu<2> = rcuref::Rcu::new();
+    use rcuref::rcu::DeferQueue;
+    static RCU: rcuref::rcu::Rcu<2> = rcuref::rcu::Rcu::new();
     let mut q: DeferQueue<u32, 4, 2> = DeferQueue::new(&RCU);
     for v in 1..=3 {
         q.defer(v).unwrap();
@@ -277,9 +287,9 @@ fn a_panicking_reclaim_leaves_the_queue_consistent() {
 /// instead of dropping it before its grace period; the queue stays usable.
 #[test]
 fn a_panicking_wait_hook_never_drops_a_value_early() {
-    use rcuref::DeferQueue;
+    use rcuref::rcu::DeferQueue;
     use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
-    static RCU: rcuref::Rcu<3> = rcuref::Rcu::new();
+    static RCU: rcuref::rcu::Rcu<3> = rcuref::rcu::Rcu::new();
     static DROPS: AtomicU32 = AtomicU32::new(0);
     struct Tracked;
     impl Drop for Tracked {
@@ -301,7 +311,7 @@ fn a_panicking_wait_hook_never_drops_a_value_early() {
     let mut q: DeferQueue<Tracked, 1, 3> = DeferQueue::new(&RCU);
     q.defer(Tracked).ok().unwrap();
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let _ = q.defer_or_wait(&mut writer, Tracked, || panic!("wait hook fails"), drop);
+        let _ = q.defer_or_wait(&mut writer, Tracked, |_| panic!("wait hook fails"), drop);
     }));
     assert!(r.is_err());
     assert_eq!(
@@ -311,7 +321,7 @@ fn a_panicking_wait_hook_never_drops_a_value_early() {
     );
     tx.send(()).unwrap();
     t.join().unwrap();
-    assert_eq!(q.barrier(&mut writer, || (), drop), Ok(1));
+    assert_eq!(q.barrier(&mut writer, rcuref::rcu::spin, drop), Ok(1));
     assert_eq!(DROPS.load(SeqCst), 1);
 }
 
@@ -327,8 +337,8 @@ fn guards_and_readers_are_not_send() {
     #[allow(dead_code)]
     struct Invalid;
     impl<T: ?Sized + Send> AmbiguousIfSend<Invalid> for T {}
-    <rcuref::Reader<'static, 2> as AmbiguousIfSend<_>>::some_item();
-    <rcuref::Guard<'static, 'static, 2> as AmbiguousIfSend<_>>::some_item();
+    <rcuref::rcu::Reader<'static, 2> as AmbiguousIfSend<_>>::some_item();
+    <rcuref::rcu::Guard<'static, 'static, 2> as AmbiguousIfSend<_>>::some_item();
 }
 
 /// The re-entry race under Miri (which checks Rust's memory model, not just this
@@ -338,7 +348,7 @@ fn guards_and_readers_are_not_send() {
 /// relaxed store on entry it was not (Miri: a data race; found by a hostile review).
 #[test]
 fn a_reader_reentering_its_section_keeps_reclamation_ordered() {
-    use rcuref::{Rcu, RcuCell};
+    use rcuref::rcu::{Rcu, RcuCell};
     use std::sync::atomic::{AtomicBool, Ordering::*};
     fn once() {
         let rcu: Rcu<2> = Rcu::new();
@@ -394,7 +404,7 @@ fn a_reader_reentering_its_section_keeps_reclamation_ordered() {
 #[cfg(debug_assertions)]
 #[test]
 fn a_domain_at_a_freed_domains_address_is_not_confused_with_it() {
-    use rcuref::Rcu;
+    use rcuref::rcu::Rcu;
     #[inline(never)]
     fn leak_a_section() -> usize {
         let rcu = Box::new(Rcu::<2>::new());
@@ -412,19 +422,20 @@ fn a_domain_at_a_freed_domains_address_is_not_confused_with_it() {
     }
     let mut me = rcu.register().unwrap();
     assert_eq!(
-        me.synchronize(|| ()),
+        me.synchronize(rcuref::rcu::spin),
         Ok(()),
         "a fresh domain's wait was refused"
     );
 }
 
-/// Issue 11 item 2: a stalled reader is named by the wait that it holds up; a wait can
+/// A stalled reader is named by the wait that it holds up; a wait can
 /// give up (hook or deadline) and leaves the domain consistent: the next wait, once the
 /// reader has left, succeeds.
 #[test]
 fn a_stalled_reader_is_named_and_a_wait_can_give_up() {
+    use rcuref::rcu::Rcu;
     use rcuref::rcu::{Deadline, StallDetector};
-    use rcuref::{Error, Rcu};
+    use rcuref::Error;
     use std::ops::ControlFlow;
     static RCU: Rcu<3> = Rcu::new();
     let held = HeldReader::start(&RCU);
@@ -435,14 +446,14 @@ fn a_stalled_reader_is_named_and_a_wait_can_give_up() {
     let mut stall = StallDetector::new(
         || ticks.get(),
         50,
-        |waited, holdouts: rcuref::rcu::Holdouts<'_, 3>| {
+        |waited, holdouts| {
             assert!(waited >= 50);
             named.extend(holdouts.map(|h| h.slot));
         },
     );
-    let r = writer.synchronize_with(|w| {
+    let r = writer.synchronize(|w| {
         ticks.set(ticks.get() + 1);
-        stall.observe(w);
+        stall.observe(w)?;
         if w.attempts() > 200 {
             ControlFlow::Break(())
         } else {
@@ -458,14 +469,11 @@ fn a_stalled_reader_is_named_and_a_wait_can_give_up() {
     // A deadline on a real clock gives up too.
     let start = std::time::Instant::now();
     let mut deadline = Deadline::new(|| start.elapsed().as_millis() as u64, 20);
-    assert_eq!(
-        writer.synchronize_with(|_| deadline.check()),
-        Err(Error::GaveUp)
-    );
+    assert_eq!(writer.synchronize(|_| deadline.check()), Err(Error::GaveUp));
     assert!(start.elapsed() >= std::time::Duration::from_millis(20));
     // Consistent afterwards: once the reader leaves, waits succeed.
     held.release();
-    assert_eq!(writer.synchronize(|| ()), Ok(()));
+    assert_eq!(writer.synchronize(rcuref::rcu::spin), Ok(()));
 }
 
 /// RcuValue's blocking replace waits for the readers of the oldest retired value; with a
@@ -473,7 +481,8 @@ fn a_stalled_reader_is_named_and_a_wait_can_give_up() {
 /// is refused as busy, never made to wait.
 #[test]
 fn rcu_value_waits_for_readers() {
-    use rcuref::{Error, Rcu, RcuValue, Refused};
+    use rcuref::rcu::{Rcu, RcuValue};
+    use rcuref::{Error, Refused};
     use std::ops::ControlFlow;
     use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
     static RCU: Rcu<3> = Rcu::new();
@@ -481,7 +490,10 @@ fn rcu_value_waits_for_readers() {
     static INSIDE: AtomicBool = AtomicBool::new(false);
     static RELEASE: AtomicBool = AtomicBool::new(false);
     VALUE.try_replace(2).unwrap(); // buffer 0 retired...
-    RCU.register().unwrap().synchronize(|| ()).unwrap(); // ...and its grace period over
+    RCU.register()
+        .unwrap()
+        .synchronize(rcuref::rcu::spin)
+        .unwrap(); // ...and its grace period over
     let t = std::thread::spawn(|| {
         let reader = RCU.register().unwrap();
         reader.read(|g| {
@@ -498,7 +510,7 @@ fn rcu_value_waits_for_readers() {
     }
     VALUE.try_replace(3).unwrap(); // reuses buffer 0; retires the one the reader read
     let mut writer = RCU.register().unwrap();
-    match VALUE.replace_with(&mut writer, 4, |w| {
+    match VALUE.replace(&mut writer, 4, |w| {
         if w.attempts() > 100 {
             ControlFlow::Break(())
         } else {
@@ -516,7 +528,7 @@ fn rcu_value_waits_for_readers() {
     }
     RELEASE.store(true, SeqCst);
     VALUE
-        .replace(&mut writer, 4, std::thread::yield_now)
+        .replace(&mut writer, 4, rcuref::rcu::forever(std::thread::yield_now))
         .unwrap();
     t.join().unwrap();
     assert_eq!(RCU.read(|g| *VALUE.load(g)).unwrap(), 4);
@@ -543,7 +555,7 @@ fn barrier_finds_the_newest_value_in_a_wrapped_ring() {
 /// when `split`, which starts its grace period so the later ones get a later one);
 /// then `barrier` must wait for the reader and release every value.
 fn barrier_case(values: &[u32], split: bool) {
-    use rcuref::{DeferQueue, Rcu};
+    use rcuref::rcu::{DeferQueue, Rcu};
     use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
     let rcu: Rcu<3> = Rcu::new();
     let inside = AtomicBool::new(false);
@@ -577,13 +589,13 @@ fn barrier_case(values: &[u32], split: bool) {
         let n = q
             .barrier(
                 &mut writer,
-                || {
+                rcuref::rcu::forever(|| {
                     waits += 1;
                     if waits == 20 {
                         release.store(true, SeqCst);
                     }
                     std::thread::yield_now();
-                },
+                }),
                 |v| got.push(v),
             )
             .unwrap();
@@ -602,7 +614,7 @@ fn barrier_case(values: &[u32], split: bool) {
 #[test]
 fn holdouts_report_slot_nesting_and_phase() {
     use rcuref::rcu::Holdout;
-    use rcuref::Rcu;
+    use rcuref::rcu::Rcu;
     static RCU: Rcu<2> = Rcu::new();
     let a = RCU.register().unwrap();
     let b = RCU.register().unwrap();
@@ -642,7 +654,7 @@ fn holdouts_report_slot_nesting_and_phase() {
 /// A context reader reports its own slot and whether it is inside a section.
 #[test]
 fn a_context_reader_reports_its_slot_and_section() {
-    use rcuref::{ContextReader, Rcu};
+    use rcuref::rcu::{ContextReader, Rcu};
     static RCU: Rcu<3> = Rcu::with_dedicated(3);
     // SAFETY: (test) slot 2 is dedicated, and only this test's thread uses CTX.
     static CTX: ContextReader<'static, 3> = unsafe { RCU.context_reader(2) };
@@ -658,7 +670,7 @@ fn a_context_reader_reports_its_slot_and_section() {
 /// and the retired ones), and only those.
 #[test]
 fn an_rcu_value_drops_what_it_holds() {
-    use rcuref::{Rcu, RcuValue};
+    use rcuref::rcu::{Rcu, RcuValue};
     use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
     static DROPS: AtomicUsize = AtomicUsize::new(0);
     struct D;
@@ -671,7 +683,7 @@ fn an_rcu_value_drops_what_it_holds() {
     let mut w = rcu.register().unwrap();
     let value: RcuValue<'_, D, 3, 2> = RcuValue::new(&rcu, D);
     for _ in 0..4 {
-        assert!(value.replace(&mut w, D, || ()).is_ok());
+        assert!(value.replace(&mut w, D, rcuref::rcu::spin).is_ok());
     }
     // Five values made, three buffers: some were dropped when their buffers were reused,
     // the rest are still held.
@@ -684,23 +696,20 @@ fn an_rcu_value_drops_what_it_holds() {
 /// when a wait begins.
 #[test]
 fn a_stall_detector_reports_each_wait() {
+    use rcuref::rcu::Rcu;
     use rcuref::rcu::StallDetector;
-    use rcuref::{Error, Rcu};
+    use rcuref::Error;
     use std::ops::ControlFlow;
     static RCU: Rcu<2> = Rcu::new();
     let held = HeldReader::start(&RCU);
     let mut w = RCU.register().unwrap();
     let ticks = std::cell::Cell::new(0u64);
     let mut reports = 0;
-    let mut stall = StallDetector::new(
-        || ticks.get(),
-        5,
-        |_: u64, _: rcuref::rcu::Holdouts<'_, 2>| reports += 1,
-    );
+    let mut stall = StallDetector::new(|| ticks.get(), 5, |_, _| reports += 1);
     for _ in 0..2 {
-        let r = w.synchronize_with(|wt| {
+        let r = w.synchronize(|wt| {
             ticks.set(ticks.get() + 1);
-            stall.observe(wt);
+            stall.observe(wt)?;
             if wt.attempts() >= 20 {
                 ControlFlow::Break(())
             } else {
@@ -720,7 +729,8 @@ fn a_stall_detector_reports_each_wait() {
 #[cfg(debug_assertions)]
 #[test]
 fn the_same_thread_check_keeps_domains_apart() {
-    use rcuref::{Error, Rcu};
+    use rcuref::rcu::Rcu;
+    use rcuref::Error;
     static A: Rcu<7> = Rcu::new();
     static B: Rcu<2> = Rcu::new();
     let a = A.register().unwrap();
@@ -730,17 +740,23 @@ fn the_same_thread_check_keeps_domains_apart() {
     // B's section opens and closes inside A's: A's stays counted, B's does not.
     let ga = a.lock();
     drop(b.lock());
-    assert_eq!(a_w.synchronize(|| ()), Err(Error::InReadSection));
-    assert_eq!(b_w.synchronize(|| ()), Ok(()));
+    assert_eq!(
+        a_w.synchronize(rcuref::rcu::spin),
+        Err(Error::InReadSection)
+    );
+    assert_eq!(b_w.synchronize(rcuref::rcu::spin), Ok(()));
     drop(ga);
-    assert_eq!(a_w.synchronize(|| ()), Ok(()));
+    assert_eq!(a_w.synchronize(rcuref::rcu::spin), Ok(()));
     // Five readers of A inside sections at once, four leave: one is still inside.
     let rs: Vec<_> = (0..5).map(|_| A.register().unwrap()).collect();
     let mut gs: Vec<_> = rs.iter().map(|r| r.lock()).collect();
     gs.truncate(1);
-    assert_eq!(a_w.synchronize(|| ()), Err(Error::InReadSection));
+    assert_eq!(
+        a_w.synchronize(rcuref::rcu::spin),
+        Err(Error::InReadSection)
+    );
     drop(gs);
-    assert_eq!(a_w.synchronize(|| ()), Ok(()));
+    assert_eq!(a_w.synchronize(rcuref::rcu::spin), Ok(()));
 
     // A section leaked on a domain that is then dropped, and a new domain at the same
     // address: its waits must not be refused.
@@ -756,7 +772,7 @@ fn the_same_thread_check_keeps_domains_apart() {
             (at, Ok(()))
         } else {
             let mut w = rcu.register().unwrap();
-            (at, w.synchronize(|| ()))
+            (at, w.synchronize(rcuref::rcu::spin))
         }
     }
     // (Not under Miri, which never gives a new frame the same stack address.)
@@ -773,4 +789,23 @@ fn the_same_thread_check_keeps_domains_apart() {
             "a dead domain's leaked section was reported for a new one"
         );
     }
+}
+
+/// A `ContextReader` needs a dedicated slot: asking for a slot `register` may hand out
+/// (or one beyond the domain) is refused, not left to the caller's promise.
+#[test]
+#[should_panic(expected = "a ContextReader needs a dedicated slot")]
+fn a_context_reader_of_a_registrable_slot_is_refused() {
+    let rcu: rcuref::rcu::Rcu<2> = rcuref::rcu::Rcu::with_dedicated(1);
+    // SAFETY: (test) the call must panic before any reader exists.
+    let _ = unsafe { rcu.context_reader(1) };
+}
+
+/// More per-CPU readers than dedicated slots is refused the same way.
+#[test]
+#[should_panic(expected = "more per-CPU readers than dedicated slots")]
+fn more_per_cpu_readers_than_dedicated_slots_are_refused() {
+    let rcu: rcuref::rcu::Rcu<4> = rcuref::rcu::Rcu::with_dedicated(2);
+    // SAFETY: (test) the call must panic before any reader exists.
+    let _ = unsafe { rcu.context_readers::<3>() };
 }

@@ -4,7 +4,8 @@
 //! Built with `--cfg rcuref_mutants` (as `cargo xtask test` does once) it also runs each
 //! harness against a broken variant and requires the harness to fail.
 
-use rcuref::{warning_count, FileRef32, FileRef64, Warning};
+use rcuref::file_ref::{FileRef32, FileRef64};
+use rcuref::{warning_count, Warning};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread;
 
@@ -144,7 +145,7 @@ fn failed_gets_stay_near_dead(rounds: u32) {
     assert_eq!(r.raw(), FileRef32::DEAD);
 }
 
-/// K threads incrementing one count just below MAXREF (leaked clones, item 3): the
+/// K threads incrementing one count just below MAXREF (leaked clones): the
 /// count saturates and stays within SATURATED + K, however many increments come, and
 /// ends at exactly SATURATED. Mainline's plain `inc` walks it on into the dead zone.
 /// While the count crosses, the other threads may see MAXREF + 1 ..= MAXREF + K: the

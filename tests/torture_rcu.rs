@@ -1,4 +1,4 @@
-//! rcutorture-style reader-age torture on std threads (test 10), and its negative
+//! rcutorture-style reader-age torture on std threads, and its negative
 //! control: with grace periods that end at once, readers must be caught seeing old or
 //! reused objects. The same body (tests/cases/rcu.rs) runs on two RISC-V harts and in a
 //! Cortex-M interrupt handler.

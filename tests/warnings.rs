@@ -2,7 +2,8 @@
 //! other test's warnings and exact deltas can be asserted; the two tests take a lock, as
 //! both install the process-wide hook.
 
-use rcuref::{set_warning_hook, warning_count, FileRef32, FileRef64, Warning};
+use rcuref::file_ref::{FileRef32, FileRef64};
+use rcuref::{set_warning_hook, warning_count, Warning};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 static HOOKED: AtomicUsize = AtomicUsize::new(0);

@@ -15,7 +15,7 @@
 //! Latency: every 16th lookup is timed with `Instant` (~20 ns of its own), so the
 //! percentiles include that overhead on every side equally.
 
-use rcuref::Rcu;
+use rcuref::rcu::Rcu;
 use rcuref_bench::thread_counts;
 use rcuref_bench::tree::{
     churn, dir_name, file_name, ino, LockedTree, RcuTree, DIRS, FILES_PER_DIR, SLOTS,

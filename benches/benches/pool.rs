@@ -3,7 +3,7 @@
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use heapless::pool::boxed::BoxBlock;
-use rcuref::Pool;
+use rcuref::pool::Pool;
 use std::hint::black_box;
 use std::sync::Mutex;
 

@@ -14,7 +14,7 @@
 //! fence, grace periods with `membarrier`.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use rcuref::Rcu;
+use rcuref::rcu::Rcu;
 use rcuref_bench::thread_counts;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -22,7 +22,7 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 #[cfg(rcuref_asymmetric_fence)]
-rcuref::set_heavy_fence!(rcuref::rcu::Membarrier);
+rcuref::set_heavy_fence!(rcuref::rcu::heavy::Membarrier);
 
 /// Enough slots for 32 readers and a writer.
 static RCU: Rcu<40> = Rcu::new();
@@ -200,7 +200,8 @@ fn read_side_with_writer(c: &mut Criterion) {
             t,
             || {
                 let mut w = RCU.register().unwrap();
-                w.synchronize(std::hint::spin_loop).unwrap();
+                w.synchronize(rcuref::rcu::forever(std::hint::spin_loop))
+                    .unwrap();
             },
             || {
                 g.bench_function(BenchmarkId::new(ours("lock+unlock"), t), |b| {

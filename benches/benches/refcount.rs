@@ -3,7 +3,7 @@
 //! on one counter (N from `RCUREF_BENCH_THREADS`).
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use rcuref::FileRef64;
+use rcuref::file_ref::FileRef64;
 use rcuref_bench::{thread_counts, CasRef};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};

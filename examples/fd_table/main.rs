@@ -6,7 +6,7 @@
 
 mod table;
 
-use rcuref::Rcu;
+use rcuref::rcu::Rcu;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};

@@ -10,7 +10,8 @@
 
 use core::sync::atomic::Ordering::Relaxed;
 use portable_atomic::AtomicU32;
-use rcuref::{Guard, Handle, Pool, PoolCell};
+use rcuref::pool::{Handle, Pool, PoolCell};
+use rcuref::rcu::Guard;
 
 /// Descriptors per table.
 pub const FDS: usize = 8;
@@ -83,10 +84,13 @@ pub struct FdTable {
 #[macro_export]
 macro_rules! fd_table {
     () => {{
-        static POOL: rcuref::Pool<$crate::table::File, { $crate::table::FILES }> =
-            rcuref::Pool::new();
-        static FDS: [rcuref::PoolCell<'static, $crate::table::File, { $crate::table::FILES }>;
-            $crate::table::FDS] = [const { rcuref::PoolCell::new(&POOL) }; $crate::table::FDS];
+        static POOL: rcuref::pool::Pool<$crate::table::File, { $crate::table::FILES }> =
+            rcuref::pool::Pool::new();
+        static FDS: [rcuref::pool::PoolCell<
+            'static,
+            $crate::table::File,
+            { $crate::table::FILES },
+        >; $crate::table::FDS] = [const { rcuref::pool::PoolCell::new(&POOL) }; $crate::table::FDS];
         $crate::table::FdTable::new(&POOL, &FDS)
     }};
 }

@@ -11,7 +11,7 @@
 
 mod tree;
 
-use rcuref::Rcu;
+use rcuref::rcu::Rcu;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};

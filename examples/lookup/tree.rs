@@ -16,7 +16,8 @@
 
 #![allow(dead_code, unreachable_pub)]
 
-use rcuref::{Guard, Handle, Pool, PoolCell, Rcu, RcuCell, Retired};
+use rcuref::pool::{Handle, Pool, PoolCell};
+use rcuref::rcu::{Guard, Rcu, RcuCell, Retired};
 use std::collections::VecDeque;
 use std::sync::{Mutex, RwLock};
 
@@ -111,11 +112,11 @@ pub struct RcuTree {
 macro_rules! rcu_tree {
     ($rcu:expr) => {{
         use $crate::tree::{Node, DIRS, FILES_PER_DIR, NODES};
-        static POOL: rcuref::Pool<Node, NODES> = rcuref::Pool::new();
-        static D: [rcuref::PoolCell<'static, Node, NODES>; DIRS] =
-            [const { rcuref::PoolCell::new(&POOL) }; DIRS];
-        static F: [[rcuref::PoolCell<'static, Node, NODES>; FILES_PER_DIR]; DIRS] =
-            [const { [const { rcuref::PoolCell::new(&POOL) }; FILES_PER_DIR] }; DIRS];
+        static POOL: rcuref::pool::Pool<Node, NODES> = rcuref::pool::Pool::new();
+        static D: [rcuref::pool::PoolCell<'static, Node, NODES>; DIRS] =
+            [const { rcuref::pool::PoolCell::new(&POOL) }; DIRS];
+        static F: [[rcuref::pool::PoolCell<'static, Node, NODES>; FILES_PER_DIR]; DIRS] =
+            [const { [const { rcuref::pool::PoolCell::new(&POOL) }; FILES_PER_DIR] }; DIRS];
         $crate::tree::RcuTree::new($rcu, &POOL, &D, &F)
     }};
 }

@@ -59,15 +59,8 @@ macro_rules! word {
             }
             #[inline(always)]
             fn store(a: &$atomic, v: Self, o: Ordering) {
-                // loom (0.7) lets a plain store slip between the read and the write of a
-                // concurrent read-modify-write (tokio-rs/loom#254), a history no C++
-                // execution or CPU can produce; it made the pool models report a put
-                // against a count `init` had just replaced. Under loom a store is a swap:
-                // the same write, which loom then keeps atomic with respect to RMWs.
-                #[cfg(loom)]
-                let _ = a.swap(v, o);
-                #[cfg(not(loom))]
-                a.store(v, o);
+                // A swap under loom (loom#254: `sync::plain_store!`).
+                crate::sync::plain_store!(a, v, o);
             }
             #[inline(always)]
             fn add_one(a: &$atomic, o: Ordering) -> Self {
@@ -388,23 +381,18 @@ macro_rules! zoned_ref {
                 ) as $int
             }
 
+            const_fn! {
             /// A count with `refs` references held.
             ///
             /// `new(0)` is a dead count (every `get` fails) and `refs` above
             /// `MAXREF + 1` gives a saturated one.
-            #[cfg(not(loom))]
             #[must_use]
             pub const fn new(refs: $int) -> Self {
                 Self::from_raw(Self::raw_for(refs))
             }
-
-            /// A count with `refs` references held (loom build: not `const`).
-            #[cfg(loom)]
-            #[must_use]
-            pub fn new(refs: $int) -> Self {
-                Self::from_raw(Self::raw_for(refs))
             }
 
+            const_fn! {
             /// A count in the state `raw` stands for (for tests, diagnostics, and
             /// restoring a value read with [`raw`](Self::raw)).
             ///
@@ -416,17 +404,10 @@ macro_rules! zoned_ref {
             /// `RELEASED - 1` cannot make a saturated count dead, one put from
             /// `MAXREF + 1` cannot make it live, gets on `NOREF - 1` cannot revive it.
             /// `from_raw(x).raw() == x` holds for the valid zone and the two middles.
-            #[cfg(not(loom))]
             #[must_use]
             pub const fn from_raw(raw: $int) -> Self {
                 Self { cnt: $atomic::new(Self::normalized(raw)) }
             }
-
-            /// A count in the state `raw` stands for (loom build: not `const`).
-            #[cfg(loom)]
-            #[must_use]
-            pub fn from_raw(raw: $int) -> Self {
-                Self { cnt: $atomic::new(Self::normalized(raw)) }
             }
 
             /// A count holding exactly `raw`, zone edges included: `from_raw` before the

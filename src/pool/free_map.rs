@@ -34,27 +34,19 @@ pub(crate) struct FreeMap<const N: usize> {
 }
 
 impl<const N: usize> FreeMap<N> {
-    #[cfg_attr(loom, allow(dead_code))]
     const FITS: () = assert!(
         N < u32::MAX as usize,
         "a pool holds fewer than 2^32 - 1 slots"
     );
 
-    /// Every slot free.
-    #[cfg(not(loom))]
-    pub(crate) const fn new() -> Self {
-        let () = Self::FITS;
-        FreeMap {
-            taken: [const { AtomicBool::new(false) }; N],
-            hint: AtomicU32::new(0),
-        }
-    }
-
-    #[cfg(loom)]
-    pub(crate) fn new() -> Self {
-        FreeMap {
-            taken: core::array::from_fn(|_| AtomicBool::new(false)),
-            hint: AtomicU32::new(0),
+    const_fn! {
+        /// Every slot free.
+        pub(crate) const fn new() -> Self {
+            let () = Self::FITS;
+            FreeMap {
+                taken: array_of!(AtomicBool::new(false); N),
+                hint: AtomicU32::new(0),
+            }
         }
     }
 
@@ -64,8 +56,7 @@ impl<const N: usize> FreeMap<N> {
         let mut i = if hint < N { hint } else { 0 };
         for _ in 0..N {
             if !self.taken[i].load(Relaxed) {
-                #[cfg(all(rcuref_mutants, not(loom)))]
-                crate::mutants::pause(crate::mutants::Point::AllocAfterProbe);
+                pause_point!(AllocAfterProbe);
                 if mutant!(CheckThenClaim) {
                     // The bug: decide on the load above, then write.
                     self.taken[i].store(true, Relaxed);
@@ -91,13 +82,6 @@ impl<const N: usize> FreeMap<N> {
 
     /// Gives back slot `i`, which the caller claimed and no longer uses.
     pub(crate) fn release(&self, i: usize) {
-        // Under loom a swap, not a store: loom 0.7 lets a plain store slip between the
-        // read and the write of a concurrent swap (tokio-rs/loom#254; the same workaround
-        // as `init` in `file_ref`), so a model saw this flag still set after its last
-        // release. The write is the same; no C++ execution or CPU has that history.
-        #[cfg(loom)]
-        let _ = self.taken[i].swap(false, Release);
-        #[cfg(not(loom))]
         release_flag(&self.taken[i]);
         self.hint.store(i as u32, Relaxed);
     }
@@ -114,8 +98,8 @@ pub(crate) fn claim_flag(flag: &AtomicBool) -> bool {
 
 /// Gives one slot's flag back: a `Release` store of `false`, after the value's
 /// destruction (litmus: `pool-free-then-claim`).
-#[cfg_attr(loom, allow(dead_code))]
 #[inline(always)]
 pub(crate) fn release_flag(flag: &AtomicBool) {
-    flag.store(false, Release);
+    // A swap under loom (loom#254: `sync::plain_store!`).
+    crate::sync::plain_store!(flag, false, Release);
 }

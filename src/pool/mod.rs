@@ -137,19 +137,12 @@ struct Stats {
 
 #[cfg(feature = "pool-stats")]
 impl Stats {
-    #[cfg(not(loom))]
-    const fn new() -> Self {
-        Stats {
-            in_use: AtomicU32::new(0),
-            high_water: AtomicU32::new(0),
-        }
-    }
-
-    #[cfg(loom)]
-    fn new() -> Self {
-        Stats {
-            in_use: AtomicU32::new(0),
-            high_water: AtomicU32::new(0),
+    const_fn! {
+        const fn new() -> Self {
+            Stats {
+                in_use: AtomicU32::new(0),
+                high_water: AtomicU32::new(0),
+            }
         }
     }
 
@@ -174,33 +167,21 @@ unsafe impl<T: Send + Sync, const N: usize> Sync for Pool<T, N> {}
 unsafe impl<T: Send + Sync, const N: usize> Send for Pool<T, N> {}
 
 impl<T, const N: usize> Pool<T, N> {
-    /// An empty pool, usable in a `static`.
-    #[cfg(not(loom))]
-    pub const fn new() -> Self {
-        Pool {
-            slots: [const {
-                Slot {
-                    refs: FileRef32::from_raw(FileRef32::DEAD),
-                    value: UnsafeCell::new(MaybeUninit::uninit()),
-                }
-            }; N],
-            free: FreeMap::new(),
-            #[cfg(feature = "pool-stats")]
-            stats: Stats::new(),
-        }
-    }
-
-    /// An empty pool (loom build: not `const`).
-    #[cfg(loom)]
-    pub fn new() -> Self {
-        Pool {
-            slots: core::array::from_fn(|_| Slot {
-                refs: FileRef32::from_raw(FileRef32::DEAD),
-                value: UnsafeCell::new(MaybeUninit::uninit()),
-            }),
-            free: FreeMap::new(),
-            #[cfg(feature = "pool-stats")]
-            stats: Stats::new(),
+    const_fn! {
+        /// An empty pool, usable in a `static`.
+        pub const fn new() -> Self {
+            Pool {
+                slots: array_of!(
+                    Slot {
+                        refs: FileRef32::from_raw(FileRef32::DEAD),
+                        value: UnsafeCell::new(MaybeUninit::uninit()),
+                    };
+                    N
+                ),
+                free: FreeMap::new(),
+                #[cfg(feature = "pool-stats")]
+                stats: Stats::new(),
+            }
         }
     }
 
@@ -403,21 +384,13 @@ pub struct PoolCell<'p, T, const N: usize> {
 }
 
 impl<'p, T, const N: usize> PoolCell<'p, T, N> {
-    /// An empty location of `pool`, usable in a `static`.
-    #[cfg(not(loom))]
-    pub const fn new(pool: &'p Pool<T, N>) -> Self {
-        PoolCell {
-            pool,
-            cur: AtomicU32::new(0),
-        }
-    }
-
-    /// An empty location (loom build: not `const`).
-    #[cfg(loom)]
-    pub fn new(pool: &'p Pool<T, N>) -> Self {
-        PoolCell {
-            pool,
-            cur: AtomicU32::new(0),
+    const_fn! {
+        /// An empty location of `pool`, usable in a `static`.
+        pub const fn new(pool: &'p Pool<T, N>) -> Self {
+            PoolCell {
+                pool,
+                cur: AtomicU32::new(0),
+            }
         }
     }
 
@@ -469,8 +442,7 @@ impl<'p, T, const N: usize> PoolCell<'p, T, N> {
             if v == 0 {
                 return None;
             }
-            #[cfg(any(loom, rcuref_mutants))]
-            crate::mutants::read_delay();
+            read_delay_point!();
             let Some(h) = self.pool.try_get((v - 1) as usize) else {
                 // Dead: the object was taken out and freed after our load; the location
                 // has changed (or is changing), so look again.

@@ -1,7 +1,10 @@
 //! A published pointer: readers load it under a guard, a writer replaces it and gets the
 //! old value back after a grace period.
 
-use super::domain::{forever, GpCookie, Guard, Rcu, Reader, Waiting};
+use super::domain::Rcu;
+use super::gp::GpCookie;
+use super::readers::{wait_through, Guard, WaitContext};
+use super::wait::Waiting;
 use crate::error::{Error, Refused};
 use crate::sync::{AtomicPtr, Ordering};
 use core::marker::PhantomData;
@@ -38,27 +41,17 @@ unsafe impl<T: Send + Sync, const N: usize> Sync for RcuCell<'_, T, N> {}
 unsafe impl<T: Send + Sync, const N: usize> Send for RcuCell<'_, T, N> {}
 
 impl<'a, T, const N: usize> RcuCell<'a, T, N> {
-    /// A cell publishing `initial`, protected by the read sections of `rcu`; usable in a
-    /// `static` (with `&'static mut` storage; [`RcuValue`](super::RcuValue) owns its
-    /// buffers instead).
-    #[cfg(not(loom))]
-    pub const fn new(rcu: &'a Rcu<N>, initial: &'a mut T) -> Self {
-        RcuCell {
-            rcu,
-            ptr: AtomicPtr::new(initial),
-            _owns: PhantomData,
-            _invariant: PhantomData,
-        }
-    }
-
-    /// A cell publishing `initial` (loom build: not `const`).
-    #[cfg(loom)]
-    pub fn new(rcu: &'a Rcu<N>, initial: &'a mut T) -> Self {
-        RcuCell {
-            rcu,
-            ptr: AtomicPtr::new(initial),
-            _owns: PhantomData,
-            _invariant: PhantomData,
+    const_fn! {
+        /// A cell publishing `initial`, protected by the read sections of `rcu`; usable in
+        /// a `static` (with `&'static mut` storage; [`RcuValue`](super::RcuValue) owns its
+        /// buffers instead).
+        pub const fn new(rcu: &'a Rcu<N>, initial: &'a mut T) -> Self {
+            RcuCell {
+                rcu,
+                ptr: AtomicPtr::new(initial),
+                _owns: PhantomData,
+                _invariant: PhantomData,
+            }
         }
     }
 
@@ -177,38 +170,20 @@ impl<'a, T, const N: usize> Retired<'a, T, N> {
         }
     }
 
-    /// Waits (through `reader`, calling `wait` between attempts) for the grace period
-    /// and returns the value.
+    /// Waits for the grace period through `ctx` (a `&mut Reader` or a
+    /// `ContextReader` of the cell's domain), asking `hook` between attempts (see
+    /// [`Reader::synchronize`](super::Reader::synchronize)), and returns the value.
     ///
     /// # Errors
-    /// [`Refused`] with `self` back, without waiting: [`Error::OtherDomain`] if `reader`
-    /// belongs to another domain than the cell's; [`Error::InReadSection`] if waiting
-    /// from here would deadlock (see [`Reader::synchronize`]).
+    /// [`Refused`] with `self` back: without waiting, [`Error::OtherDomain`] if `ctx`
+    /// belongs to another domain than the cell's and [`Error::InReadSection`] if waiting
+    /// from there would deadlock; [`Error::GaveUp`] when `hook` gives up.
     pub fn reclaim(
         self,
-        reader: &mut Reader<'_, N>,
-        wait: impl FnMut(),
-    ) -> Result<&'a mut T, Refused<Self>> {
-        self.reclaim_with(reader, forever(wait))
-    }
-
-    /// [`reclaim`](Self::reclaim) with a hook that sees the wait and may give it up
-    /// (see [`Reader::synchronize_with`]).
-    ///
-    /// # Errors
-    /// As `reclaim`, and [`Error::GaveUp`] (with `self` back) when `hook` gives up.
-    pub fn reclaim_with(
-        self,
-        reader: &mut Reader<'_, N>,
+        ctx: impl WaitContext<N>,
         hook: impl FnMut(&Waiting<'_, '_, N>) -> ControlFlow<()>,
     ) -> Result<&'a mut T, Refused<Self>> {
-        if !core::ptr::eq(reader.domain(), self.cookie.domain()) {
-            return Err(Refused::new(Error::OtherDomain, self));
-        }
-        if let Err(e) = reader.check_can_wait() {
-            return Err(Refused::new(e, self));
-        }
-        if let Err(e) = reader.wait_for(self.cookie, hook) {
+        if let Err(e) = wait_through(&ctx, self.cookie, hook) {
             return Err(Refused::new(e, self));
         }
         // Done: the wait above returned only once the cookie's grace period had ended.

@@ -1,9 +1,12 @@
 //! Deferred reclamation with bounded memory: `call_rcu` without a heap.
 
-use super::domain::{forever, Rcu, Reader};
+use super::domain::Rcu;
+use super::readers::{may_wait, wait_through, WaitContext};
+use super::wait::Waiting;
 use crate::error::{Error, Refused};
 use core::future::Future;
 use core::mem::ManuallyDrop;
+use core::ops::ControlFlow;
 
 /// A fixed-capacity FIFO of retired values of one domain, each released (handed to a
 /// `reclaim` function) once a grace period of that domain has passed since it was
@@ -133,38 +136,40 @@ impl<'d, T, const M: usize, const N: usize> DeferQueue<'d, T, M, N> {
         }
     }
 
-    /// Defers `value`; if the queue is full, first waits (through `reader`, calling
-    /// `wait` between attempts) until the oldest value can be released. A queue of
-    /// capacity 0 waits for a grace period and releases `value` at once.
+    /// Defers `value`; if the queue is full, first waits (through `ctx`, a `&mut Reader`
+    /// or a `ContextReader` of the queue's domain, asking `hook` between attempts) until
+    /// the oldest value can be released. A queue of capacity 0 waits for a grace period
+    /// and releases `value` at once.
     ///
-    /// If `reclaim` or `wait` panics, `value` is leaked: it is never dropped before its
+    /// If `reclaim` or `hook` panics, `value` is leaked: it is never dropped before its
     /// grace period.
     ///
     /// # Errors
-    /// [`Refused`] with the value back, without waiting: [`Error::OtherDomain`] if
-    /// `reader` belongs to another domain than the queue's; [`Error::InReadSection`] if
-    /// the queue is full and waiting from here would deadlock (see
-    /// [`Reader::synchronize`]).
+    /// [`Refused`] with the value back, without waiting: [`Error::OtherDomain`] if `ctx`
+    /// belongs to another domain than the queue's; [`Error::InReadSection`] if the queue
+    /// is full and waiting from there would deadlock (see
+    /// [`Reader::synchronize`](super::Reader::synchronize)); [`Error::GaveUp`] when
+    /// `hook` gives up (the value was not deferred).
     pub fn defer_or_wait(
         &mut self,
-        reader: &mut Reader<'_, N>,
+        ctx: impl WaitContext<N>,
         value: T,
-        wait: impl FnMut(),
+        hook: impl FnMut(&Waiting<'_, '_, N>) -> ControlFlow<()>,
         mut reclaim: impl FnMut(T),
     ) -> Result<(), Refused<T>> {
-        if !core::ptr::eq(reader.domain(), self.rcu) {
-            return Err(Refused::new(Error::OtherDomain, value));
+        if let Err(e) = may_wait(&ctx, self.rcu) {
+            if e == Error::OtherDomain {
+                return Err(Refused::new(e, value));
+            }
         }
         // User code runs from here on (a `reclaim` of older values, the wait hook), and
         // `value` has no grace period yet: a panic must leak it, never drop it.
         let value = Unpublished::new(value);
         if self.is_full() && self.collect(&mut reclaim) == 0 {
-            if let Err(e) = reader.check_can_wait() {
+            let cookie = self.rcu.cookie_from_raw(self.cookie_for_room());
+            if let Err(e) = wait_through(&ctx, cookie, hook) {
                 return Err(Refused::new(e, value.into_inner()));
             }
-            let cookie = self.rcu.cookie_from_raw(self.cookie_for_room());
-            // Cannot fail: same domain (checked above), allowed to wait (checked above).
-            let _ = reader.wait_for(cookie, forever(wait));
             self.collect(&mut reclaim);
         }
         self.defer_after_room(value, reclaim);
@@ -211,29 +216,30 @@ impl<'d, T, const M: usize, const N: usize> DeferQueue<'d, T, M, N> {
         }
     }
 
-    /// Waits for the grace period of the newest value and releases every pending value
-    /// (`rcu_barrier`). Returns how many it released.
+    /// Waits (through `ctx`, asking `hook` between attempts) for the grace period of
+    /// the newest value and releases every pending value (`rcu_barrier`). Returns how
+    /// many it released.
     ///
     /// # Errors
-    /// Without waiting or releasing anything: [`Error::OtherDomain`] if `reader`
-    /// belongs to another domain; [`Error::InReadSection`] if waiting from here would
-    /// deadlock (see [`Reader::synchronize`]).
+    /// Without releasing anything: [`Error::OtherDomain`] if `ctx` belongs to another
+    /// domain; [`Error::InReadSection`] if waiting from there would deadlock (see
+    /// [`Reader::synchronize`](super::Reader::synchronize)); [`Error::GaveUp`] when
+    /// `hook` gives up (what is done by then stays queued for the next `collect`).
     pub fn barrier(
         &mut self,
-        reader: &mut Reader<'_, N>,
-        wait: impl FnMut(),
+        ctx: impl WaitContext<N>,
+        hook: impl FnMut(&Waiting<'_, '_, N>) -> ControlFlow<()>,
         reclaim: impl FnMut(T),
     ) -> Result<usize, Error> {
-        if !core::ptr::eq(reader.domain(), self.rcu) {
+        if let Err(Error::OtherDomain) = may_wait(&ctx, self.rcu) {
             return Err(Error::OtherDomain);
         }
         if self.is_empty() {
             return Ok(0);
         }
-        reader.check_can_wait()?;
         let newest = (self.head + self.len - 1) % M; // len >= 1, so M >= 1
         if let Some(&(target, _)) = self.items[..].get(newest).and_then(Option::as_ref) {
-            reader.wait_for(self.rcu.cookie_from_raw(target), forever(wait))?;
+            wait_through(&ctx, self.rcu.cookie_from_raw(target), hook)?;
         }
         Ok(self.collect(reclaim))
     }

@@ -79,7 +79,7 @@ pub unsafe trait HeavyFence {
 
 /// Names the [`HeavyFence`] implementation `rcuref` uses under
 /// `--cfg rcuref_asymmetric_fence`. Invoke it once in the binary, e.g.
-/// `rcuref::set_heavy_fence!(rcuref::rcu::Membarrier);`. Without it, a binary built with
+/// `rcuref::set_heavy_fence!(rcuref::rcu::heavy::Membarrier);`. Without it, a binary built with
 /// the cfg fails to link, naming `_rcuref_heavy_fence_v1`.
 ///
 /// The link-time symbol is the same kind of hook as `critical-section`'s: in edition 2021
@@ -91,7 +91,7 @@ macro_rules! set_heavy_fence {
     ($t:ty) => {
         #[no_mangle]
         fn _rcuref_heavy_fence_v1() {
-            <$t as $crate::rcu::HeavyFence>::heavy_fence()
+            <$t as $crate::rcu::heavy::HeavyFence>::heavy_fence()
         }
     };
 }
@@ -111,6 +111,14 @@ pub(crate) fn heavy_fence() {
     // SAFETY: the symbol is defined by `set_heavy_fence!`, which forwards to a
     // `HeavyFence` implementation; calling it has no precondition.
     unsafe { _rcuref_heavy_fence_v1() }
+}
+
+/// The heavy fence of a wait step, between its full fence and its scan: the binary's
+/// heavy fence in the asymmetric-fence mode, nothing otherwise.
+#[inline(always)]
+pub(crate) fn in_wait_step() {
+    #[cfg(all(rcuref_asymmetric_fence, not(loom)))]
+    heavy_fence();
 }
 
 /// Linux's `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`: an IPI to every CPU running a

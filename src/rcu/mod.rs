@@ -159,22 +159,55 @@
 //!
 //! # Writers, interrupts and waiting
 //!
-//! * Blocking: [`Reader::synchronize`] drives the grace period and calls your wait hook
-//!   between attempts (spin, yield, `wfi`, an RTOS sleep). It takes `&mut self`, so it
-//!   cannot be called while a guard of the same reader is alive; a leaked guard
-//!   (`mem::forget`) makes it return [`Error::InReadSection`](crate::Error::InReadSection) instead of waiting for
-//!   itself. In debug builds with feature `std`, so does a section of *another* reader
-//!   of the same domain on the calling thread; without `std` that case cannot be seen
-//!   and would deadlock: never wait inside a read section.
-//! * Never block in an interrupt handler: a handler that waited for a reader it had
+//! * **Writers from any context.** Every blocking helper ([`Reader::synchronize`],
+//!   [`ContextReader::synchronize`], [`Retired::reclaim`], [`RcuValue::replace`],
+//!   [`DeferQueue::defer_or_wait`], [`DeferQueue::barrier`]) waits through a
+//!   [`WaitContext`]: a `&mut Reader` or a [`ContextReader`] of the same domain. A
+//!   per-CPU kernel's writer waits through its own CPU's reader and needs no slot of its
+//!   own. The helper checks, in one place, that the context belongs to the domain
+//!   ([`Error::OtherDomain`](crate::Error::OtherDomain)) and is not inside a read section
+//!   of it ([`Error::InReadSection`](crate::Error::InReadSection): the wait would wait for
+//!   itself). A `Reader` is passed as `&mut`, so no guard of it can be alive; a leaked
+//!   guard (`mem::forget`) is found at run time, and so is an open section of a
+//!   `ContextReader`. In debug builds with feature `std`, so is a section of *another*
+//!   reader of the same domain on the calling thread; without `std` that case cannot be
+//!   seen and would deadlock: never wait inside a read section.
+//! * **One kind of wait hook.** Every blocking helper asks a hook between attempts: a
+//!   closure that sees the [`Waiting`] state (attempts so far, the holdouts) and returns
+//!   `ControlFlow::Continue(())` to go on or `ControlFlow::Break(())` to give up
+//!   ([`Error::GaveUp`](crate::Error::GaveUp); nothing is left half done). Ready-made:
+//!   [`spin`], [`forever`]`(f)` (yield, `wfi`, an RTOS sleep between attempts), and
+//!   closures over a [`Deadline`] (`|_| deadline.check()`) or a [`StallDetector`]
+//!   (`|w| stall.observe(w)`; both: `|w| { stall.observe(w)?; deadline.check() }`), on a
+//!   clock you supply.
+//! * **Per-CPU readers.** [`Rcu::per_cpu`] makes every dedicated slot's
+//!   [`ContextReader`] at once, in a `static`, with a hook that names the calling CPU:
+//!   `CPUS.current()` is its reader, with no indexing of your own
+//!   ([`Rcu::context_readers`] gives the bare array).
+//! * **Never block in an interrupt handler**: a handler that waited for a reader it had
 //!   preempted would wait forever on a single core. Handlers use cookies
-//!   ([`Rcu::start_poll`], [`GpCookie::poll`]) or a [`DeferQueue`], which never block.
-//!   A `poll` makes at most eight attempts, whatever cookie it is given.
+//!   ([`Rcu::start_poll`], [`GpCookie::poll`]), [`Retired::try_reclaim`],
+//!   [`RcuValue::try_replace`] or a [`DeferQueue`]'s `defer` and `collect`, which never
+//!   block. A `poll` makes at most eight attempts, whatever cookie it is given.
 //! * A single-core *thread* writer waiting for a reader that an interrupt preempted is
 //!   fine (the handler finishes first). Waiting for a reader in a lower-priority RTOS
 //!   thread needs a wait hook that lets that thread run (sleep or yield, not spin).
+//! * **Async.** [`GpCookie::wait`] is a future that completes when the grace period
+//!   has ended; it needs no executor features, no allocation, no timer. It re-polls:
+//!   each poll drives the grace period as far as the readers allow (a bounded number of
+//!   steps) and, if it has not ended, wakes its own task again, yielding to whatever
+//!   else is ready. Fine for executors that run other tasks in between (Embassy's,
+//!   RTIC's); a task waiting this way keeps its executor busy, so give it a low priority
+//!   on battery-powered parts, or sleep between waits yourself (a timer, an event).
+//!   [`Retired::reclaim_async`] and [`DeferQueue::defer_async`] build on it. **Never
+//!   await a grace period while holding a guard of the same domain**, in the same task
+//!   or in a task the executor cannot run until this one completes: the wait would wait
+//!   for itself. A guard held across an `.await` keeps its section open while the task
+//!   sleeps (legal, and sound); [`GpCookie::holdouts`] names its slot, so a stall report
+//!   points at it.
 //! * Interrupt-context readers: a handler takes a slot for its section with
-//!   [`Rcu::read`] (one slot per interrupt priority that reads, plus threads/harts).
+//!   [`Rcu::read`] (one slot per interrupt priority that reads, plus threads/harts), or
+//!   uses its level's or its CPU's [`ContextReader`].
 //! * Dropping a [`Reader`] ends a section whose guard was leaked: the borrow checker
 //!   has already ended every reference read under it.
 //!
@@ -241,23 +274,28 @@
 //! the slot-claiming compare-exchange (in [`Rcu::register`]) comes from
 //! portable-atomic's critical-section or single-core mode, which the binary picks.
 
+// One role per file, with no import circle: `encoding` (the words) <- `ops` (their
+// memory operations) <- `domain` (the struct) <- `gp` (steps, cookies) <- `wait` (the
+// waiting loop, hooks, futures) <- `readers` (readers, guards, wait contexts) <- the
+// writers' helpers (`cell`, `value`, `defer`); `sections` is the debug section table.
 pub(crate) mod cell;
 mod defer;
 mod domain;
+pub(crate) mod encoding;
+mod gp;
 pub mod heavy;
 pub(crate) mod ops;
+mod readers;
+mod sections;
 pub(crate) mod value;
-pub mod wait;
+mod wait;
 
 pub use cell::{RcuCell, Retired};
 pub use defer::DeferQueue;
-pub use domain::{
-    ContextReader, GpCookie, Guard, Holdout, Holdouts, Rcu, Reader, Waiting,
-    DETECTS_WAIT_IN_OTHER_SECTION,
+pub use domain::Rcu;
+pub use gp::{GpCookie, Holdout, Holdouts};
+pub use readers::{
+    ContextReader, Guard, PerCpu, Reader, WaitContext, DETECTS_WAIT_IN_OTHER_SECTION,
 };
-pub use heavy::HeavyFence;
-#[cfg(all(feature = "membarrier", target_os = "linux"))]
-#[cfg_attr(docsrs, doc(cfg(all(feature = "membarrier", target_os = "linux"))))]
-pub use heavy::Membarrier;
 pub use value::RcuValue;
-pub use wait::{Deadline, GracePeriod, StallDetector};
+pub use wait::{forever, spin, Deadline, GracePeriod, StallDetector, Waiting};

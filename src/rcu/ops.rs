@@ -1,5 +1,5 @@
 //! Every memory operation of the read side and of a grace-period step, one function per
-//! path, and the slot word's encoding.
+//! path (the words' encoding is `encoding`).
 //!
 //! Each function here is one straight-line path of atomic accesses and fences (a
 //! conditional at most skips its tail), always inlined into its callers. They are the
@@ -15,31 +15,7 @@
 use crate::sync::Ordering::{Acquire, Relaxed, SeqCst};
 use crate::sync::{fence, AtomicU32};
 
-// A slot word: bit 0 = claimed by a `Reader` (or dedicated), bit 1 = the phase its
-// section saw, bits 2.. = nesting depth (0: offline). 0 = free.
-pub(crate) const CLAIMED: u32 = 1;
-pub(crate) const ONE_LEVEL: u32 = 4;
-/// A nesting count this high (2^30 leaked guards) sticks: neither lock nor unlock moves
-/// it, so the section never ends instead of wrapping to "offline" under live references.
-pub(crate) const STICKY: u32 = 0xFFFF_FFF0;
-
-/// Whether slot word `v` is in a read section.
-#[inline(always)]
-pub(crate) const fn online(v: u32) -> bool {
-    v >= ONE_LEVEL
-}
-
-/// The slot word of an outermost section that recorded phase `p`.
-#[inline(always)]
-pub(crate) const fn entered(p: u32) -> u32 {
-    CLAIMED | (p & 1) << 1 | ONE_LEVEL
-}
-
-/// The phase a slot word's section recorded.
-#[inline(always)]
-pub(crate) const fn phase_of(v: u32) -> u32 {
-    (v >> 1) & 1
-}
+use super::encoding::{entered, CLAIMED, ONE_LEVEL};
 
 /// A reader's look at its own slot (only its owner writes it; an interrupt handler that
 /// nests on it restores it before the interrupted code resumes, so this load and the

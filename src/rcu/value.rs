@@ -1,6 +1,8 @@
 //! A published value that owns its buffers: a `static`-friendly [`RcuCell`](super::RcuCell).
 
-use super::domain::{forever, Guard, Rcu, Reader, Waiting};
+use super::domain::Rcu;
+use super::readers::{may_wait, wait_through, Guard, WaitContext};
+use super::wait::Waiting;
 use crate::error::{Error, Refused};
 use crate::sync::{AtomicBool, AtomicU32, Ordering};
 use core::cell::UnsafeCell;
@@ -129,35 +131,26 @@ impl<'d, T, const K: usize, const N: usize> RcuValue<'d, T, K, N> {
         }
     }
 
-    /// Publishes `value`, waiting (through `reader`, calling `wait` between attempts) for
-    /// the oldest retired value's grace period if no buffer is free.
+    /// Publishes `value`, waiting (through `ctx`, a `&mut Reader` or a `ContextReader`
+    /// of the value's domain, asking `hook` between attempts) for the oldest retired
+    /// value's grace period if no buffer is free.
     ///
     /// # Errors
     /// [`Refused`] with the value back: [`Error::Busy`] if another writer is replacing;
-    /// [`Error::OtherDomain`] if `reader` belongs to another domain;
-    /// [`Error::InReadSection`] if a buffer had to be waited for and waiting from here
-    /// would deadlock (see [`Reader::synchronize`]).
+    /// [`Error::OtherDomain`] if `ctx` belongs to another domain;
+    /// [`Error::InReadSection`] if a buffer had to be waited for and waiting from there
+    /// would deadlock (see [`Reader::synchronize`](super::Reader::synchronize));
+    /// [`Error::GaveUp`] when `hook` gives up.
     pub fn replace(
         &self,
-        reader: &mut Reader<'_, N>,
-        value: T,
-        wait: impl FnMut(),
-    ) -> Result<(), Refused<T>> {
-        self.replace_with(reader, value, forever(wait))
-    }
-
-    /// [`replace`](Self::replace) with a hook that sees the wait and may give it up.
-    ///
-    /// # Errors
-    /// As `replace`, and [`Error::GaveUp`] when `hook` gives up.
-    pub fn replace_with(
-        &self,
-        reader: &mut Reader<'_, N>,
+        ctx: impl WaitContext<N>,
         value: T,
         hook: impl FnMut(&Waiting<'_, '_, N>) -> ControlFlow<()>,
     ) -> Result<(), Refused<T>> {
-        if !core::ptr::eq(reader.domain(), self.rcu) {
-            return Err(Refused::new(Error::OtherDomain, value));
+        if let Err(e) = may_wait(&ctx, self.rcu) {
+            if e == Error::OtherDomain {
+                return Err(Refused::new(e, value));
+            }
         }
         let Some(_unlock) = self.lock_writer() else {
             return Err(Refused::new(Error::Busy, value));
@@ -166,11 +159,8 @@ impl<'d, T, const K: usize, const N: usize> RcuValue<'d, T, K, N> {
             self.publish(i, value);
             return Ok(());
         }
-        if let Err(e) = reader.check_can_wait() {
-            return Err(Refused::new(e, value));
-        }
         let oldest = self.oldest_retired();
-        if let Err(e) = reader.wait_for(self.rcu.cookie_from_raw(oldest), hook) {
+        if let Err(e) = wait_through(&ctx, self.rcu.cookie_from_raw(oldest), hook) {
             return Err(Refused::new(e, value));
         }
         match self.free_buffer() {

@@ -1,25 +1,8 @@
-//! Waiting for grace periods without blocking: futures, and hooks that watch a wait.
-//!
-//! * [`GpCookie::wait`] is a future that completes when the grace period has ended; it
-//!   needs no executor features, no allocation, no timer. It re-polls: each poll drives
-//!   the grace period as far as the readers allow (a bounded number of steps) and, if it
-//!   has not ended, wakes its own task again, yielding to whatever else is ready. Fine
-//!   for executors that run other tasks in between (Embassy's, RTIC's); a task waiting
-//!   this way keeps its executor busy, so give it a low priority on battery-powered
-//!   parts, or sleep between waits yourself (a timer, an event).
-//! * [`Retired::reclaim_async`](crate::Retired::reclaim_async) and
-//!   [`DeferQueue::defer_async`](crate::DeferQueue::defer_async) build on it.
-//! * [`StallDetector`] and [`Deadline`] are wait hooks for
-//!   [`Reader::synchronize_with`](crate::Reader::synchronize_with) and friends: a stall
-//!   report with a threshold, and a wait that gives up, both on a clock you supply.
-//!
-//! **Never await a grace period while holding a guard of the same domain**, in the
-//! same task or in a task the executor cannot run until this one completes: the wait
-//! would wait for itself. A guard held across an `.await` keeps its section open while
-//! the task sleeps (legal, and sound); [`GpCookie::holdouts`] names its slot, so a stall
-//! report points at it.
+//! Waiting: the loop every blocking helper runs, its hooks, and the futures (the
+//! `rcu` module docs, "Writers, interrupts and waiting", say how to use them).
 
-use super::domain::{GpCookie, Waiting};
+use super::gp::{GpCookie, Holdouts};
+use crate::error::Error;
 use core::future::Future;
 use core::ops::ControlFlow;
 use core::pin::Pin;
@@ -34,6 +17,14 @@ pub struct GracePeriod<'d, const N: usize> {
 impl<'d, const N: usize> GracePeriod<'d, N> {
     pub(crate) fn new(cookie: GpCookie<'d, N>) -> Self {
         GracePeriod { cookie }
+    }
+}
+
+impl<'d, const N: usize> GpCookie<'d, N> {
+    /// A future that completes once the grace period has ended (see the module docs of
+    /// [`rcu`](super): it re-polls, needing nothing from the executor).
+    pub fn wait(self) -> GracePeriod<'d, N> {
+        GracePeriod::new(self)
     }
 }
 
@@ -62,8 +53,9 @@ impl<const N: usize> core::fmt::Debug for GracePeriod<'_, N> {
 
 /// A wait hook that reports a stall once: when a wait has lasted `threshold` ticks of
 /// your clock, it calls `report` with how long it has waited and the slots holding the
-/// grace period up (Linux's RCU CPU stall warning, in miniature). Use it from a hook:
-/// `reader.synchronize_with(|w| { stall.observe(w); ControlFlow::Continue(()) })`.
+/// grace period up (Linux's RCU CPU stall warning, in miniature). Use it as a hook:
+/// `reader.synchronize(|w| stall.observe(w))`, or with a deadline:
+/// `|w| { stall.observe(w)?; deadline.check() }`.
 pub struct StallDetector<C, R> {
     clock: C,
     threshold: u64,
@@ -72,9 +64,10 @@ pub struct StallDetector<C, R> {
     reported: bool,
 }
 
-impl<C: FnMut() -> u64, R> StallDetector<C, R> {
+impl<C: FnMut() -> u64, R: FnMut(u64, Holdouts<'_>)> StallDetector<C, R> {
     /// A detector on `clock` (any monotonic tick count: a cycle counter, `mtime`, a
-    /// millisecond tick), reporting waits of `threshold` ticks or more.
+    /// millisecond tick), reporting waits of `threshold` ticks or more to `report`
+    /// (`|waited, holdouts| ...`: no annotations needed).
     pub fn new(clock: C, threshold: u64, report: R) -> Self {
         StallDetector {
             clock,
@@ -86,11 +79,9 @@ impl<C: FnMut() -> u64, R> StallDetector<C, R> {
     }
 
     /// Looks at a wait (call it from the hook on every attempt); reports at most once
-    /// per wait, and starts over when a new wait begins (`attempts() == 1`).
-    pub fn observe<const N: usize>(&mut self, w: &Waiting<'_, '_, N>)
-    where
-        R: FnMut(u64, super::Holdouts<'_, N>),
-    {
+    /// per wait, and starts over when a new wait begins (`attempts() == 1`). Always
+    /// says go on.
+    pub fn observe<const N: usize>(&mut self, w: &Waiting<'_, '_, N>) -> ControlFlow<()> {
         let now = (self.clock)();
         if w.attempts() <= 1 || self.started.is_none() {
             self.started = Some(now);
@@ -101,6 +92,7 @@ impl<C: FnMut() -> u64, R> StallDetector<C, R> {
             self.reported = true;
             (self.report)(waited, w.holdouts());
         }
+        ControlFlow::Continue(())
     }
 }
 
@@ -114,7 +106,7 @@ impl<C, R> core::fmt::Debug for StallDetector<C, R> {
 }
 
 /// A wait hook that gives up after `limit` ticks of your clock (from its first call):
-/// `reader.synchronize_with(|_| deadline.check())` returns `Err(Error::GaveUp)` then.
+/// `reader.synchronize(|_| deadline.check())` returns `Err(Error::GaveUp)` then.
 pub struct Deadline<C> {
     clock: C,
     limit: u64,
@@ -148,5 +140,94 @@ impl<C> core::fmt::Debug for Deadline<C> {
         f.debug_struct("Deadline")
             .field("limit", &self.limit)
             .finish_non_exhaustive()
+    }
+}
+
+/// Polls `cookie` until it is done, asking `hook` between attempts whether to go on, with
+/// a growing spin between attempts (`backoff`). The caller has checked that it may wait.
+pub(crate) fn until_done<const N: usize>(
+    cookie: GpCookie<'_, N>,
+    mut hook: impl FnMut(&Waiting<'_, '_, N>) -> ControlFlow<()>,
+) -> Result<(), Error> {
+    let mut attempts = 0u32;
+    while !cookie.poll() {
+        attempts = attempts.saturating_add(1);
+        let w = Waiting {
+            cookie: &cookie,
+            attempts,
+        };
+        if hook(&w).is_break() {
+            return Err(Error::GaveUp);
+        }
+        backoff(attempts);
+    }
+    Ok(())
+}
+
+/// The state of a blocking wait, shown to its hook between attempts (see
+/// [`Reader::synchronize`](super::Reader::synchronize)).
+pub struct Waiting<'c, 'd, const N: usize> {
+    cookie: &'c GpCookie<'d, N>,
+    attempts: u32,
+}
+
+impl<'d, const N: usize> Waiting<'_, 'd, N> {
+    /// The grace period being waited for.
+    pub fn cookie(&self) -> GpCookie<'d, N> {
+        *self.cookie
+    }
+
+    /// How many times the grace period has been polled without ending (1 the first time
+    /// the hook runs).
+    pub fn attempts(&self) -> u32 {
+        self.attempts
+    }
+
+    /// The reader slots holding the grace period up right now (see
+    /// [`GpCookie::holdouts`]).
+    pub fn holdouts(&self) -> Holdouts<'d> {
+        self.cookie.holdouts()
+    }
+}
+
+/// Spin-loop hints after failed attempt number `attempts` of a blocking wait: 1, 2, 4 …
+/// up to `MAX_BACKOFF`. Each attempt scans every reader slot, and a scan takes each
+/// reader's cache line away from its core (the reader's next store must fetch it back),
+/// so a waiting writer that scanned back to back would slow the very sections it waits
+/// for. Measured in DEVELOPMENT.md ("Read side under a busy writer").
+#[inline]
+fn backoff(attempts: u32) {
+    #[cfg(not(loom))]
+    for _ in 0..(1u32 << attempts.min(BACKOFF_SHIFT)).min(MAX_BACKOFF) {
+        core::hint::spin_loop();
+    }
+    #[cfg(loom)]
+    let _ = attempts;
+}
+
+/// The most spin-loop hints between two attempts of a blocking wait (a few hundred
+/// nanoseconds to a few microseconds, depending on the core).
+#[cfg(not(loom))]
+const MAX_BACKOFF: u32 = 64;
+/// `2^BACKOFF_SHIFT >= MAX_BACKOFF`: where the doubling stops.
+#[cfg(not(loom))]
+const BACKOFF_SHIFT: u32 = 6;
+
+/// The wait hook that never gives up and does nothing between attempts but the short
+/// spin every wait makes: `reader.synchronize(rcu::spin)`. For a writer that owns its
+/// core (a kernel's writer on an otherwise idle CPU); elsewhere use [`forever`].
+pub fn spin<const N: usize>(_: &Waiting<'_, '_, N>) -> ControlFlow<()> {
+    ControlFlow::Continue(())
+}
+
+/// A wait hook that calls `between` between attempts and never gives up:
+/// `reader.synchronize(rcu::forever(std::thread::yield_now))`, or a `wfi`, an RTOS
+/// sleep. (A hook that may give up is a closure: see [`Deadline`].)
+pub fn forever<const N: usize>(
+    mut between: impl FnMut(),
+) -> impl FnMut(&Waiting<'_, '_, N>) -> ControlFlow<()> {
+    move |_| {
+        between();
+        ControlFlow::Continue(())
     }
 }

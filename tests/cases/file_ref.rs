@@ -6,9 +6,9 @@
 
 #![allow(dead_code, unreachable_pub, unexpected_cfgs)]
 
-use rcuref::FileRef32;
+use rcuref::file_ref::FileRef32;
 #[cfg(any(target_has_atomic = "64", feature = "critical-section", rcuref_fw))]
-use rcuref::FileRef64;
+use rcuref::file_ref::FileRef64;
 
 /// The operations of the zone matrix.
 #[derive(Clone, Copy, Debug)]

@@ -5,7 +5,9 @@
 
 use core::sync::atomic::Ordering::Relaxed;
 use portable_atomic::{AtomicBool, AtomicU32};
-use rcuref::{Error, Pool, PoolCell, Rcu, Refused};
+use rcuref::pool::{Pool, PoolCell};
+use rcuref::rcu::Rcu;
+use rcuref::{Error, Refused};
 
 /// Counts drops, to check that every value is dropped exactly once.
 pub struct Counted<'a>(pub u32, pub &'a AtomicU32);
@@ -87,10 +89,10 @@ pub fn cell_lookup() {
     assert_eq!(*got, 42);
     assert_eq!(got.ref_count(), 2, "the cell's reference and ours");
     let old = CELL.replace(Some(POOL.alloc(7).ok().unwrap())).unwrap();
-    assert!(rcuref::Handle::ptr_eq(&old, &got));
+    assert!(rcuref::pool::Handle::ptr_eq(&old, &got));
     let other = POOL.alloc(8).ok().unwrap();
     assert!(
-        !rcuref::Handle::ptr_eq(&old, &other),
+        !rcuref::pool::Handle::ptr_eq(&old, &other),
         "two objects named equal"
     );
     drop(other);
@@ -196,15 +198,18 @@ pub struct World {
 #[macro_export]
 macro_rules! pool_world {
     () => {{
-        static RCU: rcuref::Rcu<4> = rcuref::Rcu::new();
-        static POOL: rcuref::Pool<$crate::cases::Obj, { $crate::cases::SLOTS }> =
-            rcuref::Pool::new();
-        static CELLS: [rcuref::PoolCell<'static, $crate::cases::Obj, { $crate::cases::SLOTS }>;
-            $crate::cases::LOCATIONS] = [
-            rcuref::PoolCell::new(&POOL),
-            rcuref::PoolCell::new(&POOL),
-            rcuref::PoolCell::new(&POOL),
-            rcuref::PoolCell::new(&POOL),
+        static RCU: rcuref::rcu::Rcu<4> = rcuref::rcu::Rcu::new();
+        static POOL: rcuref::pool::Pool<$crate::cases::Obj, { $crate::cases::SLOTS }> =
+            rcuref::pool::Pool::new();
+        static CELLS: [rcuref::pool::PoolCell<
+            'static,
+            $crate::cases::Obj,
+            { $crate::cases::SLOTS },
+        >; $crate::cases::LOCATIONS] = [
+            rcuref::pool::PoolCell::new(&POOL),
+            rcuref::pool::PoolCell::new(&POOL),
+            rcuref::pool::PoolCell::new(&POOL),
+            rcuref::pool::PoolCell::new(&POOL),
         ];
         static STATS: $crate::cases::Stats = $crate::cases::Stats::new();
         $crate::cases::World {

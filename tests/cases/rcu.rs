@@ -5,7 +5,8 @@
 
 use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use portable_atomic::{AtomicBool, AtomicU32};
-use rcuref::{ContextReader, DeferQueue, Error, Rcu, RcuCell, RcuValue, Refused};
+use rcuref::rcu::{ContextReader, DeferQueue, PerCpu, Rcu, RcuCell, RcuValue};
+use rcuref::{Error, Refused};
 
 /// Grace periods end even when some reader is inside a section at every moment: two
 /// readers hand over without a gap, and a cookie taken during the first section still
@@ -42,11 +43,11 @@ pub fn cookies_compare_by_domain_and_point() {
     assert_eq!(a1, a2);
     assert_ne!(a1, B.start_poll(), "same point, other domain");
     let mut r = A.register().unwrap();
-    r.synchronize(|| ()).unwrap();
+    r.synchronize(rcuref::rcu::spin).unwrap();
     assert_ne!(a1, A.start_poll(), "same domain, later point");
 }
 
-/// Test 14: dropping an inner guard does not end the section.
+/// Dropping an inner guard does not end the section.
 pub fn nested_sections() {
     static RCU: Rcu<2> = Rcu::new();
     let reader = RCU.register().unwrap();
@@ -72,7 +73,7 @@ pub fn nested_sections() {
     );
 }
 
-/// Test 13: a stalled reader keeps every cookie taken during its section saying "not
+/// A stalled reader keeps every cookie taken during its section saying "not
 /// yet", however often it is polled; all finish once it closes. (A blocking
 /// `synchronize` against a stalled reader needs a second context: the host runs one on
 /// a thread, `tests/rcu.rs`.)
@@ -114,7 +115,7 @@ pub fn dropping_a_reader_ends_a_leaked_section() {
     );
     assert_eq!(RCU.readers(), 0, "the slot stayed claimed");
     let mut writer = RCU.register().unwrap();
-    writer.synchronize(|| ()).unwrap();
+    writer.synchronize(rcuref::rcu::spin).unwrap();
 }
 
 /// Item 10: a cookie that is not from this domain's sequence, or very old, never makes
@@ -136,7 +137,7 @@ pub fn poll_is_bounded_for_any_cookie() {
     drop(guard);
 }
 
-/// Test 12: grace periods across the wrap of the counter.
+/// Grace periods across the wrap of the counter.
 pub fn epoch_wraps() {
     static RCU: Rcu<2> = Rcu::new_at(u32::MAX - 9);
     let reader = RCU.register().unwrap();
@@ -150,7 +151,7 @@ pub fn epoch_wraps() {
             "done while a reader is inside (near the wrap)"
         );
         drop(guard);
-        writer.synchronize(|| ()).unwrap();
+        writer.synchronize(rcuref::rcu::spin).unwrap();
         assert!(cookie.poll());
     }
     assert!(
@@ -202,14 +203,10 @@ pub fn defer_queue_is_bounded() {
     assert_eq!(q.collect(|_| ()), 0, "released while a reader was inside");
     drop(guard);
     assert_eq!(
-        q.barrier(
-            &mut writer,
-            || (),
-            |v| {
-                got[n] = v;
-                n += 1;
-            }
-        ),
+        q.barrier(&mut writer, rcuref::rcu::spin, |v| {
+            got[n] = v;
+            n += 1;
+        }),
         Ok(2)
     );
     assert_eq!(&got[..n], &[1, 2]);
@@ -217,34 +214,30 @@ pub fn defer_queue_is_bounded() {
     // defer_or_wait with room never waits, even inside a reader's section.
     {
         let _inside = reader.lock();
-        q.defer_or_wait(&mut writer, 3, || panic!("waited with room"), |_| ())
+        q.defer_or_wait(&mut writer, 3, |_| panic!("waited with room"), |_| ())
             .unwrap();
         assert_eq!(q.len(), 1);
     }
-    q.barrier(&mut writer, || (), |_| ()).unwrap();
+    q.barrier(&mut writer, rcuref::rcu::spin, |_| ()).unwrap();
     // defer_or_wait on a full queue waits instead of failing.
     q.defer(4).unwrap();
     q.defer(5).unwrap();
     let mut released = 0;
-    q.defer_or_wait(&mut writer, 6, || (), |_| released += 1)
+    q.defer_or_wait(&mut writer, 6, rcuref::rcu::spin, |_| released += 1)
         .unwrap();
     assert!(released >= 1 && q.len() <= 2);
     // Round and round the ring: values come back in order every time.
     let mut released = [0u32; 2];
     for round in 0..7u32 {
-        q.barrier(&mut writer, || (), |_| ()).unwrap();
+        q.barrier(&mut writer, rcuref::rcu::spin, |_| ()).unwrap();
         q.defer(2 * round).unwrap();
         q.defer(2 * round + 1).unwrap();
         let mut n = 0;
         assert_eq!(
-            q.barrier(
-                &mut writer,
-                || (),
-                |v| {
-                    released[n] = v;
-                    n += 1;
-                }
-            ),
+            q.barrier(&mut writer, rcuref::rcu::spin, |v| {
+                released[n] = v;
+                n += 1;
+            }),
             Ok(2)
         );
         assert_eq!(
@@ -256,7 +249,7 @@ pub fn defer_queue_is_bounded() {
     // A queue with no room at all degrades to a synchronous wait, never an error.
     let mut none: DeferQueue<u32, 0, 2> = DeferQueue::new(&RCU);
     let mut got = None;
-    none.defer_or_wait(&mut writer, 9, || (), |v| got = Some(v))
+    none.defer_or_wait(&mut writer, 9, rcuref::rcu::spin, |v| got = Some(v))
         .unwrap();
     assert!(
         got == Some(9),
@@ -281,7 +274,7 @@ pub fn dropping_a_queue_never_drops_a_waiting_value() {
     {
         let mut q: DeferQueue<V, 4, 2> = DeferQueue::new(&RCU);
         assert!(q.defer(V(0)).is_ok() && q.defer(V(1)).is_ok());
-        writer.synchronize(|| ()).unwrap(); // 0 and 1 are done now
+        writer.synchronize(rcuref::rcu::spin).unwrap(); // 0 and 1 are done now
         let inside = reader.lock();
         assert!(q.defer(V(2)).is_ok() && q.defer(V(3)).is_ok());
         drop(q); // with the reader still inside
@@ -298,7 +291,7 @@ pub fn dropping_a_queue_never_drops_a_waiting_value() {
         DROPPED[0].load(Relaxed) && DROPPED[1].load(Relaxed),
         "done values not dropped"
     );
-    writer.synchronize(|| ()).unwrap();
+    writer.synchronize(rcuref::rcu::spin).unwrap();
     for d in &DROPPED[2..] {
         assert!(!d.load(Relaxed), "a leaked value was dropped later");
     }
@@ -333,7 +326,10 @@ pub fn cell_publish_and_reclaim() {
         "a reader sees the new value after replace"
     );
     drop(guard);
-    let old = retired.reclaim(&mut writer, || ()).ok().unwrap();
+    let old = retired
+        .reclaim(&mut writer, rcuref::rcu::spin)
+        .ok()
+        .unwrap();
     assert_eq!(*old, 1);
     *old = 3; // exclusive again: reuse the memory
     let _ = cell.replace(old);
@@ -396,7 +392,7 @@ pub fn context_readers_nest_and_report() {
     assert!(h.slot == 0 && h.nesting == 1, "wrong holdout");
     assert!(holdouts.next().is_none());
     assert_eq!(
-        CTX.synchronize_with(|_| core::ops::ControlFlow::Continue(())),
+        CTX.synchronize(|_| core::ops::ControlFlow::Continue(())),
         Err(Error::InReadSection)
     );
     drop(outer);
@@ -406,9 +402,142 @@ pub fn context_readers_nest_and_report() {
         "holdouts of a finished grace period"
     );
     assert_eq!(
-        CTX.synchronize_with(|_| core::ops::ControlFlow::Continue(())),
+        CTX.synchronize(|_| core::ops::ControlFlow::Continue(())),
         Ok(())
     );
+}
+
+/// A per-CPU kernel's domain: every slot dedicated, one per CPU, made at once by
+/// `Rcu::per_cpu` with a current-CPU hook. The writer on CPU 0 waits through CPU 0's own
+/// reader in every blocking helper (`synchronize`, `Retired::reclaim`,
+/// `RcuValue::replace`, `DeferQueue::defer_or_wait` and `barrier`): no slot of its own,
+/// so `register` has nothing to give and is never needed. Each helper refuses, without
+/// waiting, a context inside a section of the domain and a context of another domain.
+pub fn a_per_cpu_writer_needs_no_slot_of_its_own() {
+    static CPU: AtomicU32 = AtomicU32::new(0);
+    fn current_cpu() -> usize {
+        CPU.load(Relaxed) as usize
+    }
+    static RCU: Rcu<2> = Rcu::with_dedicated(2);
+    static OTHER: Rcu<2> = Rcu::with_dedicated(2);
+    // SAFETY: (test) one context plays both CPUs in turn, `current_cpu` says which, and
+    // no section is open when it switches.
+    static CPUS: PerCpu<'static, 2, 2> = unsafe { RCU.per_cpu(current_cpu) };
+    // SAFETY: (test) as above, for the other domain.
+    static FOREIGN: [ContextReader<'static, 2>; 2] = unsafe { OTHER.context_readers() };
+    static VALUE: RcuValue<'static, u32, 2, 2> = RcuValue::new(&RCU, 0);
+    assert!(matches!(RCU.register(), Err(Error::NoFreeSlot)));
+    assert_eq!(CPUS.all()[1].slot(), 1);
+    CPU.store(7, Relaxed);
+    assert!(
+        CPUS.current().is_none(),
+        "a CPU beyond the array got a reader"
+    );
+    CPU.store(1, Relaxed);
+    let cpu1 = CPUS.current().unwrap();
+    assert_eq!(cpu1.slot(), 1);
+    CPU.store(0, Relaxed);
+    let me = CPUS.current().unwrap();
+    assert_eq!(me.slot(), 0);
+
+    // synchronize, on both kinds of wait hook.
+    me.synchronize(rcuref::rcu::spin).unwrap();
+    let mut polls = 0;
+    me.synchronize(rcuref::rcu::forever(|| polls += 1)).unwrap();
+
+    // RcuValue::replace through the CPU's reader, waiting for a buffer held by CPU 1.
+    for v in 1..=3 {
+        VALUE.replace(me, v, rcuref::rcu::spin).unwrap();
+    }
+    me.synchronize(rcuref::rcu::spin).unwrap(); // 2's buffer is free to reuse now
+    let held = cpu1.lock();
+    assert_eq!(*VALUE.load(&held), 3);
+    VALUE.try_replace(4).ok().unwrap(); // into 2's buffer; 3 waits for CPU 1
+    let gave_up = VALUE.replace(me, 5, |w| {
+        if w.attempts() < 3 {
+            core::ops::ControlFlow::Continue(())
+        } else {
+            core::ops::ControlFlow::Break(())
+        }
+    });
+    // One thread plays both CPUs here: builds with the debug section table see CPU 1's
+    // section on this thread and refuse at once; others wait, and the hook gives up.
+    let expected = if rcuref::rcu::DETECTS_WAIT_IN_OTHER_SECTION {
+        Error::InReadSection
+    } else {
+        Error::GaveUp
+    };
+    assert_eq!(
+        gave_up.map_err(|r| (r.error, r.value)),
+        Err((expected, 5)),
+        "the buffer CPU 1 reads was reused, or the wait did not give up"
+    );
+    drop(held);
+    VALUE.replace(me, 5, rcuref::rcu::spin).unwrap();
+
+    // Retired::reclaim through the CPU's reader (by value and by reference).
+    let (mut a, mut b, mut c) = (1u32, 2u32, 3u32);
+    let cell = RcuCell::new(&RCU, &mut a);
+    let was_a = cell
+        .replace(&mut b)
+        .reclaim(me, rcuref::rcu::spin)
+        .ok()
+        .unwrap();
+    assert_eq!(*was_a, 1);
+    let was_b = cell
+        .replace(&mut c)
+        .reclaim(&me, rcuref::rcu::spin)
+        .ok()
+        .unwrap();
+    assert_eq!(*was_b, 2);
+
+    // DeferQueue: defer_or_wait with a full queue, then barrier.
+    let mut q: DeferQueue<'_, u32, 1, 2> = DeferQueue::new(&RCU);
+    let mut released = 0;
+    q.defer_or_wait(me, 10, rcuref::rcu::spin, |_| released += 1)
+        .unwrap();
+    q.defer_or_wait(me, 11, rcuref::rcu::spin, |_| released += 1)
+        .unwrap();
+    assert_eq!(
+        released, 1,
+        "the full queue did not wait and release the oldest"
+    );
+    assert_eq!(q.barrier(me, rcuref::rcu::spin, |_| released += 1), Ok(1));
+
+    // Refused without waiting: inside a section of the domain (the wait would wait for
+    // itself), and a reader of another domain.
+    let open = me.lock();
+    assert_eq!(me.synchronize(rcuref::rcu::spin), Err(Error::InReadSection));
+    q.defer(12).unwrap();
+    assert_eq!(
+        q.barrier(me, rcuref::rcu::spin, drop),
+        Err(Error::InReadSection)
+    );
+    let r = q.defer_or_wait(me, 13, rcuref::rcu::spin, drop);
+    assert_eq!(
+        r.map_err(|r| (r.error, r.value)),
+        Err((Error::InReadSection, 13))
+    );
+    let retired = cell.replace(was_a);
+    let retired = match retired.reclaim(me, rcuref::rcu::spin) {
+        Err(r) if r.error == Error::InReadSection => r.value,
+        _ => panic!("reclaim waited inside its own section"),
+    };
+    drop(open);
+    let foreign = FOREIGN[0];
+    assert_eq!(
+        q.barrier(foreign, rcuref::rcu::spin, drop),
+        Err(Error::OtherDomain)
+    );
+    let r = VALUE.replace(foreign, 6, rcuref::rcu::spin);
+    assert_eq!(r.map_err(|r| r.error), Err(Error::OtherDomain));
+    let retired = match retired.reclaim(foreign, rcuref::rcu::spin) {
+        Err(r) if r.error == Error::OtherDomain => r.value,
+        _ => panic!("reclaim waited through another domain"),
+    };
+    assert_eq!(*retired.reclaim(me, rcuref::rcu::spin).ok().unwrap(), 3);
+    assert_eq!(q.barrier(me, rcuref::rcu::spin, drop), Ok(1));
+    assert!(polls < 1_000_000);
 }
 
 /// RcuValue: a `static` that owns its buffers. A replacement needs a free buffer (or one
@@ -455,18 +584,18 @@ pub fn rcu_value_reuses_buffers_after_grace_periods() {
     assert_eq!(reader.read(|g| VALUE.load(g).0), 4);
     // The blocking form, with nobody inside: the retired buffer is free at once. (Waiting
     // for a reader of another context: the host's `rcu_value_waits_for_readers`.)
-    assert!(VALUE.replace(&mut writer, V(5), || ()).is_ok());
+    assert!(VALUE.replace(&mut writer, V(5), rcuref::rcu::spin).is_ok());
     assert_eq!(reader.read(|g| VALUE.load(g).0), 5);
     assert_eq!(DROPS.load(Relaxed), 3);
 }
 
-/// Test 16 (body): a blocking wait with a leaked guard. Returns what synchronize said
+/// A blocking wait with a leaked guard. Returns what synchronize said
 /// (an error in every build, never a hang).
 pub fn synchronize_in_read_section() -> Result<(), Error> {
     static RCU: Rcu<1> = Rcu::new();
     let mut reader = RCU.register().unwrap();
     core::mem::forget(reader.lock());
-    reader.synchronize(|| ())
+    reader.synchronize(rcuref::rcu::spin)
 }
 
 // ---- the reader-age torture (rcutorture's "pipe") -------------------------------------
@@ -668,9 +797,9 @@ impl Torture {
     }
 
     /// One grace period, then every retired object is one older (and freed at FREE_AT).
-    fn age(&self, w: &mut rcuref::Reader<'_, 4>, wait: &mut impl FnMut()) {
+    fn age(&self, w: &mut rcuref::rcu::Reader<'_, 4>, wait: &mut impl FnMut()) {
         self.in_synchronize.store(true, Relaxed);
-        w.synchronize(&mut *wait).unwrap();
+        w.synchronize(rcuref::rcu::forever(&mut *wait)).unwrap();
         self.in_synchronize.store(false, Relaxed);
         self.grace_periods.fetch_add(1, Relaxed);
         self.age_retired();

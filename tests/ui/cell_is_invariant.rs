@@ -2,7 +2,7 @@
 //! `&RcuCell<'long, ..>` could become a `&RcuCell<'short, ..>`, this function would
 //! publish a stack slot that dies when it returns, and readers would load a dangling
 //! reference.
-use rcuref::RcuCell;
+use rcuref::rcu::RcuCell;
 
 fn publish_a_local(c: &RcuCell<'_, u32, 2>) {
     let mut x = 5;

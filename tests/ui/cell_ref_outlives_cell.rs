@@ -1,6 +1,6 @@
 // A reference loaded from an RcuCell must not outlive the cell (and with it the
 // borrow of the storage): this must not compile.
-use rcuref::{Rcu, RcuCell};
+use rcuref::rcu::{Rcu, RcuCell};
 
 static RCU: Rcu<2> = Rcu::new();
 

@@ -1,5 +1,5 @@
 //! A grace-period cookie cannot outlive its domain (it answers about that domain only).
-use rcuref::Rcu;
+use rcuref::rcu::Rcu;
 
 fn main() {
     let cookie;

@@ -1,5 +1,5 @@
 // A read guard belongs to the context that entered the section: it must not be Send.
-use rcuref::Rcu;
+use rcuref::rcu::Rcu;
 
 static RCU: Rcu<2> = Rcu::new();
 

@@ -1,5 +1,5 @@
 //! A guard cannot outlive its reader (whose drop ends a leaked section).
-use rcuref::Rcu;
+use rcuref::rcu::Rcu;
 
 static RCU: Rcu<2> = Rcu::new();
 

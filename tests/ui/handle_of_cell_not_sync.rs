@@ -1,5 +1,5 @@
 // A handle of a !Sync T must not be shared across threads.
-use rcuref::Pool;
+use rcuref::pool::Pool;
 use std::cell::Cell;
 
 fn main() {

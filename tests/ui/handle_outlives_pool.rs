@@ -1,5 +1,5 @@
 //! A handle cannot outlive its pool.
-use rcuref::Pool;
+use rcuref::pool::Pool;
 
 fn main() {
     let h;

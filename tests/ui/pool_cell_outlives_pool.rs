@@ -1,5 +1,5 @@
 //! A published location cannot outlive its pool.
-use rcuref::{Pool, PoolCell};
+use rcuref::pool::{Pool, PoolCell};
 
 fn main() {
     let cell;

@@ -1,5 +1,5 @@
 //! A deferred-reclamation queue cannot outlive the domain it is bound to.
-use rcuref::{DeferQueue, Rcu};
+use rcuref::rcu::{DeferQueue, Rcu};
 
 fn main() {
     let queue;

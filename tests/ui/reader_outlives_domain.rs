@@ -1,5 +1,5 @@
 //! A reader cannot outlive its domain.
-use rcuref::Rcu;
+use rcuref::rcu::Rcu;
 
 fn main() {
     let reader;

@@ -1,5 +1,5 @@
 //! A reference loaded under a guard cannot outlive the guard (the section).
-use rcuref::{Rcu, RcuCell};
+use rcuref::rcu::{Rcu, RcuCell};
 
 static RCU: Rcu<2> = Rcu::new();
 

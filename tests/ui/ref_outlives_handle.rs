@@ -1,6 +1,6 @@
 //! A reference through a handle cannot outlive the handle, whose drop may free the
 //! object and let the slot be reused.
-use rcuref::Pool;
+use rcuref::pool::Pool;
 
 static POOL: Pool<u32, 2> = Pool::new();
 

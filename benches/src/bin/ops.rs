@@ -1,7 +1,9 @@
 //! `ops <name> <iterations>`: runs one hot path in a loop, for counting its instructions
 //! under valgrind's callgrind (`cargo xtask bench` subtracts the `empty` loop).
 
-use rcuref::{FileRef64, Pool, Rcu};
+use rcuref::file_ref::FileRef64;
+use rcuref::pool::Pool;
+use rcuref::rcu::Rcu;
 use rcuref_bench::CasRef;
 use std::hint::black_box;
 use std::sync::Arc;

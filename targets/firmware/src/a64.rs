@@ -422,7 +422,7 @@ pub mod cores {
         // began), and executes one itself before and after: the contract of
         // `HeavyFence`. The SGI is raised after a `dsb ish`, so the ticket is visible to
         // the handler that the interrupt starts.
-        unsafe impl rcuref::rcu::HeavyFence for SgiFence {
+        unsafe impl rcuref::rcu::heavy::HeavyFence for SgiFence {
             fn heavy_fence() {
                 dmb();
                 let me = current();

@@ -106,7 +106,7 @@ critical_section::set_impl!(rcuref::harts::Harts);
 /// hart has served a ticket at least as new; the handler clears its interrupt, reads the
 /// newest ticket, executes a full fence and publishes the ticket as served.
 ///
-/// Why that meets the contract (`rcuref::rcu::HeavyFence`): the served hart's fence comes
+/// Why that meets the contract (`rcuref::rcu::heavy::HeavyFence`): the served hart's fence comes
 /// after its load of our ticket (acquire, from our `AcqRel` increment, which follows our
 /// own fence), so everything we made visible before the call is visible to what it runs
 /// after the fence; and its release of the served ticket, which we acquire, follows the
@@ -190,7 +190,7 @@ pub mod heavy {
     // SAFETY: returns only after every other hart has executed `fence iorw, iorw` in
     // `machine_soft` after reading a ticket at least as new as ours (so after this call
     // began), and executes one itself before and after: the contract of `HeavyFence`.
-    unsafe impl rcuref::rcu::HeavyFence for ClintIpi {
+    unsafe impl rcuref::rcu::heavy::HeavyFence for ClintIpi {
         fn heavy_fence() {
             fence_io();
             let me = riscv::register::mhartid::read();

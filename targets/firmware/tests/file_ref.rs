@@ -27,12 +27,12 @@ mod tests {
 
     #[test]
     fn no_resurrection_32() {
-        cases::no_resurrection_32(rcuref::FileRef32::from_raw, 2_000);
+        cases::no_resurrection_32(rcuref::file_ref::FileRef32::from_raw, 2_000);
     }
 
     #[test]
     fn no_resurrection_64() {
-        cases::no_resurrection_64(rcuref::FileRef64::from_raw, 2_000);
+        cases::no_resurrection_64(rcuref::file_ref::FileRef64::from_raw, 2_000);
     }
 
     #[test]
@@ -54,7 +54,7 @@ mod tests {
     #[test]
     #[should_panic]
     fn a_failed_assertion_panics() {
-        let r = rcuref::FileRef32::new(1);
+        let r = rcuref::file_ref::FileRef32::new(1);
         assert!(!r.put(), "the last put returns true");
     }
 
@@ -63,7 +63,7 @@ mod tests {
     #[cfg(feature = "failing-test")]
     #[test]
     fn deliberately_failing() {
-        let r = rcuref::FileRef32::new(2);
+        let r = rcuref::file_ref::FileRef32::new(2);
         defmt::info!("raw before: {=u32:#x}", r.raw());
         assert!(
             r.put(),

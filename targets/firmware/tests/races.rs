@@ -15,7 +15,7 @@ rcuref_firmware::tick_handler!();
 mod tests {
     use core::sync::atomic::Ordering::Relaxed;
     use portable_atomic::AtomicU32;
-    use rcuref::{FileRef32, FileRef64};
+    use rcuref::file_ref::{FileRef32, FileRef64};
     use rcuref_firmware::RacyCounter;
 
     // ---- thread code vs the timer interrupt's handler ------------------------------
@@ -255,6 +255,8 @@ mod tests {
         }
 
         fn job(core: usize) {
+            #[cfg(not(rcuref_fw_tick))]
+            let _ = core; // only the core with the timer differs
             #[cfg(rcuref_fw_tick)]
             if core == 0 {
                 rcuref_firmware::tick::start(1_199, in_handler);

@@ -69,6 +69,11 @@ mod tests {
     }
 
     #[test]
+    fn a_per_cpu_writer_needs_no_slot_of_its_own() {
+        cases::a_per_cpu_writer_needs_no_slot_of_its_own();
+    }
+
+    #[test]
     fn rcu_value_reuses_buffers_after_grace_periods() {
         cases::rcu_value_reuses_buffers_after_grace_periods();
     }
@@ -159,7 +164,7 @@ mod tests {
         pub static NEST: Torture = Torture::with_dedicated(1);
         // SAFETY: (test) slot 0 is dedicated; only this CPU's thread and its SysTick
         // handler use it, and the handler leaves its section before the thread resumes.
-        static CPU: rcuref::ContextReader<'static, 4> = unsafe { NEST.rcu.context_reader(0) };
+        static CPU: rcuref::rcu::ContextReader<'static, 4> = unsafe { NEST.rcu.context_reader(0) };
         /// Handler runs that found the thread inside a section on the same slot.
         pub static NESTED: AtomicU32 = AtomicU32::new(0);
 
@@ -212,7 +217,7 @@ mod tests {
         }
     }
 
-    /// Test 15: read sections in an interrupt handler that preempts the writer
+    /// Read sections in an interrupt handler that preempts the writer
     /// mid-publish and mid-grace-period see no object older than one grace period.
     #[cfg(rcuref_fw_tick)]
     #[test]
@@ -339,7 +344,7 @@ mod tests {
         // SAFETY: (test) slot 0 is dedicated; only core 0's thread and its timer handler
         // use it, and the handler leaves its section before the thread resumes.
         #[cfg(rcuref_fw_tick)]
-        static CPU0: rcuref::ContextReader<'static, 4> = unsafe { NEST.rcu.context_reader(0) };
+        static CPU0: rcuref::rcu::ContextReader<'static, 4> = unsafe { NEST.rcu.context_reader(0) };
         #[cfg(rcuref_fw_tick)]
         pub static NESTED: portable_atomic::AtomicU32 = portable_atomic::AtomicU32::new(0);
 
@@ -392,7 +397,8 @@ mod tests {
         }
     }
 
-    /// Test 10 on hardware threads: the reader-age torture across every core.
+    /// The reader-age torture (`tests/torture_rcu.rs`) on hardware threads: across every
+    /// core.
     #[cfg(rcuref_fw_cores)]
     #[test]
     fn all_cores_torture() {
@@ -456,7 +462,7 @@ mod tests {
     mod heavy_fence {
         use core::sync::atomic::Ordering::Relaxed;
         use portable_atomic::AtomicU32;
-        use rcuref::Rcu;
+        use rcuref::rcu::Rcu;
         use rcuref_firmware::cores::{self, heavy::observe_serves, COUNT};
 
         const GRACE_PERIODS: u32 = 8;
@@ -529,7 +535,8 @@ mod tests {
             rcuref::mutants::set_pause_hook(Some(on_scan));
             let mut w = D.register().unwrap();
             for _ in 0..GRACE_PERIODS {
-                w.synchronize(core::hint::spin_loop).unwrap();
+                w.synchronize(rcuref::rcu::forever(core::hint::spin_loop))
+                    .unwrap();
             }
             #[cfg(rcuref_mutants)]
             rcuref::mutants::set_pause_hook(None);

@@ -2,7 +2,7 @@
 //! disassembler can find exactly their code. Nothing here is called by anything.
 #![no_std]
 
-use rcuref::{FileRef32, FileRef64};
+use rcuref::file_ref::{FileRef32, FileRef64};
 
 macro_rules! probes {
     ($($name:ident: $ty:ty => $body:expr;)*) => {$(
@@ -27,7 +27,7 @@ probes! {
 /// Probe symbol: an outermost RCU read section, entered and left (lock + unlock).
 #[no_mangle]
 #[allow(improper_ctypes_definitions)]
-pub extern "C" fn rcuref_probe_read_section(r: &rcuref::Reader<'static, 4>) -> bool {
+pub extern "C" fn rcuref_probe_read_section(r: &rcuref::rcu::Reader<'static, 4>) -> bool {
     let g = r.lock();
     core::hint::black_box(&g);
     drop(g);

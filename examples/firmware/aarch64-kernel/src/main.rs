@@ -5,20 +5,21 @@
 //!   distributor and starts cores 1-3 with PSCI `CPU_ON` (over `hvc`: QEMU implements
 //!   PSCI itself when it boots a kernel at EL1). Each core takes its own stack by its
 //!   `MPIDR_EL1` affinity.
-//! * **Per-CPU readers**: a `static` array of [`ContextReader`]s indexed by core; each
-//!   core reads through its own, and so does **its timer interrupt** (the EL1 physical
-//!   timer, every 0.5 ms), which nests on the core's slot whenever it interrupts the core
-//!   inside a section.
+//! * **Per-CPU readers**: a `static` [`PerCpu`] made by [`Rcu::per_cpu`] with the
+//!   binary's `core_id` (from `MPIDR_EL1`); each core reads through `CPUS.current()`, and
+//!   so does **its timer interrupt** (the EL1 physical timer, every 0.5 ms), which nests
+//!   on the core's slot whenever it interrupts the core inside a section.
 //! * **A writer on core 0** publishes a routing table through an [`RcuValue`], waiting
-//!   for a free buffer with a [`StallDetector`] on the generic timer's counter: when a
-//!   grace period takes longer than 5 ms, it reports which slots hold it up.
+//!   through core 0's own reader (no slot of its own: four slots for four cores) for a
+//!   free buffer, with a [`StallDetector`] on the generic timer's counter: when a grace
+//!   period takes longer than 5 ms, it reports which slots hold it up.
 //! * **Core 3**, now and then, stays in a section for 20 ms: at least three stall reports
-//!   must name its slot (slot 3), and none may name core 0's slot or the writer's, which
-//!   are never in a section while the writer waits. Cores 1 and 2 may be named too: with
-//!   more vCPUs than host cores, the host can stop a vCPU inside a short section for
-//!   longer than the threshold, and then that slot does hold the grace period up
-//!   (counted and printed as "descheduled"). A report may name nobody: the reader can
-//!   leave between the failed attempt and the look.
+//!   must name its slot (slot 3). The others may be named too, but only for sections too
+//!   short to hold a grace period up for 5 ms unless the host stops the vCPU inside one
+//!   (more vCPUs than host cores): cores 1 and 2, and core 0's timer interrupt, which may
+//!   nest a section on slot 0 while the writer waits (counted and printed as
+//!   "descheduled"). A report may name nobody: the reader can leave between the failed
+//!   attempt and the look.
 //! * The critical section (defmt's logger needs one) is rcuref's
 //!   [`cores::Aarch64`](rcuref::cores::Aarch64): IRQ/FIQ masked plus a spinlock keyed by
 //!   `MPIDR_EL1`, registered here by the binary. On real hardware, enable the MMU and
@@ -33,30 +34,23 @@
 #![no_std]
 #![no_main]
 
-use core::ops::ControlFlow;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering::*};
 use defmt_semihosting as _;
-use rcuref::rcu::StallDetector;
-use rcuref::{ContextReader, Rcu, RcuValue};
+use rcuref::rcu::{PerCpu, Rcu, RcuValue, StallDetector};
 
 critical_section::set_impl!(rcuref::cores::Aarch64);
 
 const CORES: usize = 4;
 
-// ---- the domain: one dedicated slot per core, one registrable slot for the writer ----
+// ---- the domain: one dedicated slot per core (the writer waits through core 0's) -----
 
-static RCU: Rcu<5> = Rcu::with_dedicated(CORES);
-/// The reader of each core, by core number.
-// SAFETY: slot `c` is used only by core `c`'s thread and by core `c`'s own interrupt
-// handler, which leaves every section it enters before it returns.
-static CPU_READER: [ContextReader<'static, 5>; CORES] = unsafe {
-    [
-        RCU.context_reader(0),
-        RCU.context_reader(1),
-        RCU.context_reader(2),
-        RCU.context_reader(3),
-    ]
-};
+static RCU: Rcu<CORES> = Rcu::with_dedicated(CORES);
+/// The reader of each core; `CPUS.current()` is the calling core's.
+// SAFETY: `core_id` names the core it runs on (MPIDR_EL1's affinity 0, 0-3 here), the
+// kernel never migrates code between cores, and slot `c` is used only by core `c`'s
+// thread and by core `c`'s own interrupt handler, which leaves every section it enters
+// before it returns.
+static CPUS: PerCpu<'static, CORES, CORES> = unsafe { RCU.per_cpu(core_id) };
 
 /// A routing table: a generation, entries, and a checksum over both.
 struct Routes {
@@ -94,7 +88,7 @@ const fn sum(gen: u32, hops: &[u32; 16]) -> u32 {
     c
 }
 
-static ROUTES: RcuValue<'static, Routes, 2, 5> = RcuValue::new(&RCU, Routes::new(0));
+static ROUTES: RcuValue<'static, Routes, 2, CORES> = RcuValue::new(&RCU, Routes::new(0));
 
 // ---- the core, the generic timer, the GIC --------------------------------------------
 
@@ -170,9 +164,9 @@ static IRQ_READS: [AtomicU32; CORES] = [const { AtomicU32::new(0) }; CORES];
 static NESTED_IRQS: AtomicU32 = AtomicU32::new(0);
 static VIOLATIONS: AtomicU32 = AtomicU32::new(0);
 static STALLS: AtomicU32 = AtomicU32::new(0);
-/// Reports naming slot 0 or the writer's slot 4: a bug.
+/// Reports naming a slot that does not exist: a bug.
 static WRONG_HOLDOUT: AtomicU32 = AtomicU32::new(0);
-/// Reports naming slot 3 (the long holder), and slots 1-2 (stopped by the host).
+/// Reports naming slot 3 (the long holder), and slots 0-2 (stopped by the host).
 static NAMED_LONG: AtomicU32 = AtomicU32::new(0);
 static DESCHEDULED: AtomicU32 = AtomicU32::new(0);
 /// Stall reports whose holdout had already left when the slots were looked at (the
@@ -181,9 +175,15 @@ static CLEARED: AtomicU32 = AtomicU32::new(0);
 static ONLINE: AtomicU32 = AtomicU32::new(0);
 static DONE: AtomicBool = AtomicBool::new(false);
 
-/// One section on core `c`'s reader, lasting about `counts` of the generic timer.
-fn read(c: usize, counts: u64) {
-    CPU_READER[c].read(|g| {
+/// The calling core's reader.
+fn my_reader() -> rcuref::rcu::ContextReader<'static, CORES> {
+    CPUS.current().expect("core_id names a core below CORES")
+}
+
+/// One section on the calling core's reader, lasting about `counts` of the generic
+/// timer.
+fn read(counts: u64) {
+    my_reader().read(|g| {
         let r = ROUTES.load(g);
         let (gen, first) = (r.gen, r.next_hop[0]);
         let mut ok = r.whole();
@@ -204,10 +204,10 @@ extern "C" fn kernel_irq() {
     let iar = mmio_read(GICC + 0x0C);
     if iar & 0x3FF == TIMER_INTID {
         let c = core_id();
-        if CPU_READER[c].in_read_section() {
+        if my_reader().in_read_section() {
             NESTED_IRQS.fetch_add(1, Relaxed); // nesting on the interrupted thread's slot
         }
-        read(c, 0);
+        read(0);
         IRQ_READS[c].fetch_add(1, Relaxed);
         arm_timer(per_ms() / 2);
     }
@@ -226,7 +226,7 @@ extern "C" fn kernel_secondary(c: usize) -> ! {
     while !DONE.load(Acquire) {
         n += 1;
         let long = c == 3 && n % 2_000 == 0;
-        read(c, if long { 20 * per_ms() } else { 600 });
+        read(if long { 20 * per_ms() } else { 600 });
         READS[c].fetch_add(1, Relaxed);
     }
     loop {
@@ -262,33 +262,29 @@ extern "C" fn kernel_main() -> ! {
     arm_timer(per_ms() / 2);
 
     let ms = per_ms();
-    let mut writer = RCU.register().expect("the writer's slot");
-    let mut stall = StallDetector::new(
-        now,
-        5 * ms,
-        |waited, holdouts: rcuref::rcu::Holdouts<'_, 5>| {
-            STALLS.fetch_add(1, Relaxed);
-            let mut named = 0;
-            for h in holdouts {
-                named += 1;
-                match h.slot {
-                    3 => NAMED_LONG.fetch_add(1, Relaxed),
-                    1 | 2 => DESCHEDULED.fetch_add(1, Relaxed),
-                    _ => WRONG_HOLDOUT.fetch_add(1, Relaxed),
-                };
-                defmt::info!(
+    let writer = my_reader(); // core 0's: the writer needs no slot of its own
+    let mut stall = StallDetector::new(now, 5 * ms, |waited, holdouts| {
+        STALLS.fetch_add(1, Relaxed);
+        let mut named = 0;
+        for h in holdouts {
+            named += 1;
+            match h.slot {
+                3 => NAMED_LONG.fetch_add(1, Relaxed),
+                0..=2 => DESCHEDULED.fetch_add(1, Relaxed),
+                _ => WRONG_HOLDOUT.fetch_add(1, Relaxed),
+            };
+            defmt::info!(
                     "stall: waited {=u64} us; slot {=usize} holds the grace period up (nesting {=u32}, phase {=u32})",
                     waited * 1000 / ms,
                     h.slot,
                     h.nesting,
                     h.phase
                 );
-            }
-            if named == 0 {
-                CLEARED.fetch_add(1, Relaxed);
-            }
-        },
-    );
+        }
+        if named == 0 {
+            CLEARED.fetch_add(1, Relaxed);
+        }
+    });
     let deadline = now() + 30_000 * ms;
     let enough = |published: u32| {
         published >= 1_000
@@ -301,16 +297,13 @@ extern "C" fn kernel_main() -> ! {
         gen += 1;
         let mut value = Routes::new(gen);
         loop {
-            match ROUTES.replace_with(&mut writer, value, |w| {
-                stall.observe(w);
-                ControlFlow::Continue(())
-            }) {
+            match ROUTES.replace(writer, value, |w| stall.observe(w)) {
                 Ok(()) => break,
                 Err(r) => value = r.value, // Busy cannot happen (one writer): retry
             }
         }
         published += 1;
-        read(0, 0); // core 0 reads too, between publications
+        read(0); // core 0 reads too, between publications
         READS[0].fetch_add(1, Relaxed);
     }
     let all_seen = enough(published);

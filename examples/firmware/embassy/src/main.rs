@@ -2,14 +2,14 @@
 //!
 //! * A writer task on the thread executor publishes new versions of a configuration
 //!   through an [`RcuCell`] over two static buffers, and gets the old buffer back with
-//!   [`Retired::reclaim_async`](rcuref::Retired::reclaim_async): it awaits the grace
+//!   [`Retired::reclaim_async`](rcuref::rcu::Retired::reclaim_async): it awaits the grace
 //!   period instead of blocking the executor. It also hands each retired version number
 //!   to a [`DeferQueue`] with [`DeferQueue::defer_async`], which awaits room when full.
 //! * A reader task on an interrupt executor (SSI0, woken from SysTick through a
 //!   `Signal`) reads once per tick, preempting the thread executor at any point.
 //! * A reader task on the thread executor reads, and now and then keeps its guard across
 //!   an `.await`: the section stays open while the task sleeps (legal), the writer's
-//!   grace period waits for it, and [`GpCookie::holdouts`](rcuref::GpCookie::holdouts)
+//!   grace period waits for it, and [`GpCookie::holdouts`](rcuref::rcu::GpCookie::holdouts)
 //!   names it.
 //!
 //! Each reader runs on its own [`ContextReader`] (one per executor: tasks of one
@@ -29,7 +29,7 @@ use embassy_executor::{Executor, InterruptExecutor};
 use embassy_sync::blocking_mutex::raw::CriticalSectionRawMutex;
 use embassy_sync::signal::Signal;
 use lm3s6965::{interrupt, Interrupt};
-use rcuref::{ContextReader, DeferQueue, Rcu, RcuCell};
+use rcuref::rcu::{ContextReader, DeferQueue, Rcu, RcuCell};
 
 /// One dedicated slot per executor.
 static RCU: Rcu<2> = Rcu::with_dedicated(2);

@@ -4,17 +4,20 @@
 //!   writes its vector table's address to `INITSVTOR1` and clears its bit in `CPUWAIT`.
 //!   Core 1's table (assembly, below) gives it its own stack, a reset handler and a
 //!   SysTick handler.
-//! * **Per-core readers**: one [`ContextReader`] per core, indexed by the SSE-200's
-//!   `CPU_IDENTITY` register; each core's thread reads through its own, and so does **its
-//!   SysTick handler** (SysTick is banked: each core has its own), which nests on the
-//!   core's slot whenever it interrupts the thread inside a section.
+//! * **Per-core readers**: a [`PerCpu`] made by [`Rcu::per_cpu`] with the SSE-200's
+//!   `CPU_IDENTITY` register; each core's thread reads through `CORES.current()`, and so
+//!   does **its SysTick handler** (SysTick is banked: each core has its own), which nests
+//!   on the core's slot whenever it interrupts the thread inside a section.
 //! * **A writer on core 0** publishes a configuration through an [`RcuValue`], waiting
-//!   for a free buffer with a [`StallDetector`] whose clock is core 0's SysTick count
-//!   (QEMU's SysTick under load is no wall clock, but it is monotonic): when a grace
-//!   period takes longer than 20 ticks it reports which slots hold it up.
+//!   through core 0's own reader (no slot of its own) for a free buffer with a
+//!   [`StallDetector`] whose clock is core 0's SysTick count (QEMU's SysTick under load
+//!   is no wall clock, but it is monotonic): when a grace period takes longer than 20
+//!   ticks it reports which slots hold it up.
 //! * **Core 1**, now and then, stays in a section for 60 ticks: the stall reports must
-//!   name its slot (slot 1) and nothing else (a report may name nobody: the reader can
-//!   leave between the failed attempt and the look; at least three must name slot 1).
+//!   name its slot (slot 1) and nothing else (core 0's own SysTick sections, which nest on
+//!   slot 0 while the writer waits, end within the tick that is the clock; a report may
+//!   name nobody: the reader can leave between the failed attempt and the look; at least
+//!   three must name slot 1).
 //! * The critical section (defmt's logger needs one) is rcuref's
 //!   [`cores::CortexM`](rcuref::cores::CortexM) keyed by `CPU_IDENTITY`: PRIMASK plus a
 //!   spinlock. cortex-m's `critical-section-single-core` would be unsound here: it does
@@ -37,8 +40,7 @@ use core::sync::atomic::{AtomicBool, AtomicU32, Ordering::*};
 use cortex_m::peripheral::syst::SystClkSource;
 use cortex_m_rt::{entry, exception};
 use defmt_semihosting as _;
-use rcuref::rcu::StallDetector;
-use rcuref::{ContextReader, Rcu, RcuValue};
+use rcuref::rcu::{ContextReader, PerCpu, Rcu, RcuValue, StallDetector};
 
 // ---- the SSE-200 ------------------------------------------------------------------------
 
@@ -67,12 +69,17 @@ fn core_id() -> usize {
 
 // ---- the domain -------------------------------------------------------------------------
 
-static RCU: Rcu<3> = Rcu::with_dedicated(2);
-/// Each core's reader, by core.
-// SAFETY: slot `c` is used only by core `c`'s thread and by core `c`'s own SysTick
-// handler, which leaves every section it enters before it returns.
-static CORE_READER: [ContextReader<'static, 3>; 2] =
-    unsafe { [RCU.context_reader(0), RCU.context_reader(1)] };
+static RCU: Rcu<2> = Rcu::with_dedicated(2);
+/// Each core's reader; `CORES.current()` is the calling core's.
+// SAFETY: `core_id` names the core it runs on (CPU_IDENTITY), and slot `c` is used only
+// by core `c`'s thread and by core `c`'s own SysTick handler, which leaves every section
+// it enters before it returns.
+static CORES: PerCpu<'static, 2, 2> = unsafe { RCU.per_cpu(core_id) };
+
+/// The calling core's reader.
+fn my_reader() -> ContextReader<'static, 2> {
+    CORES.current().expect("CPU_IDENTITY is 0 or 1")
+}
 
 /// A configuration: a generation, some settings, and a checksum over both.
 struct Config {
@@ -110,7 +117,7 @@ const fn checksum(gen: u32, s: &[u32; 8]) -> u32 {
     c
 }
 
-static CONFIG: RcuValue<'static, Config, 2, 3> = RcuValue::new(&RCU, Config::new(0));
+static CONFIG: RcuValue<'static, Config, 2, 2> = RcuValue::new(&RCU, Config::new(0));
 
 // ---- readers ----------------------------------------------------------------------------
 
@@ -130,9 +137,10 @@ fn ticks() -> u64 {
     u64::from(TICKS.load(Relaxed))
 }
 
-/// One section on core `c`'s reader, held for `hold` of core 0's ticks (0: a quick one).
-fn read(c: usize, hold: u32) {
-    CORE_READER[c].read(|g| {
+/// One section on the calling core's reader, held for `hold` of core 0's ticks (0: a
+/// quick one).
+fn read(hold: u32) {
+    my_reader().read(|g| {
         let cfg = CONFIG.load(g);
         let (gen, first) = (cfg.gen, cfg.settings[0]);
         let mut ok = cfg.whole();
@@ -156,10 +164,10 @@ fn on_tick() {
     if c == 0 {
         TICKS.fetch_add(1, Relaxed);
     }
-    if CORE_READER[c].in_read_section() {
+    if my_reader().in_read_section() {
         NESTED.fetch_add(1, Relaxed);
     }
-    read(c, 0);
+    read(0);
     TICK_READS[c].fetch_add(1, Relaxed);
 }
 
@@ -220,7 +228,7 @@ extern "C" fn core1_reset() -> ! {
     let mut n = 0u32;
     while !DONE.load(Acquire) {
         n += 1;
-        read(1, if n % 200 == 0 { 60 } else { 0 });
+        read(if n % 200 == 0 { 60 } else { 0 });
         READS[1].fetch_add(1, Relaxed);
     }
     loop {
@@ -268,30 +276,26 @@ fn main() -> ! {
     );
     start_systick();
 
-    let mut writer = RCU.register().expect("the writer's slot");
-    let mut stall = StallDetector::new(
-        ticks,
-        20,
-        |waited, holdouts: rcuref::rcu::Holdouts<'_, 3>| {
-            STALLS.fetch_add(1, Relaxed);
-            let mut named = 0;
-            for h in holdouts {
-                named += 1;
-                if h.slot != 1 {
-                    WRONG_HOLDOUT.fetch_add(1, Relaxed);
-                }
-                defmt::info!(
+    let writer = my_reader(); // core 0's: the writer needs no slot of its own
+    let mut stall = StallDetector::new(ticks, 20, |waited, holdouts| {
+        STALLS.fetch_add(1, Relaxed);
+        let mut named = 0;
+        for h in holdouts {
+            named += 1;
+            if h.slot != 1 {
+                WRONG_HOLDOUT.fetch_add(1, Relaxed);
+            }
+            defmt::info!(
                     "stall: waited {=u64} ticks; slot {=usize} holds the grace period up (nesting {=u32})",
                     waited,
                     h.slot,
                     h.nesting
                 );
-            }
-            if named == 0 {
-                CLEARED.fetch_add(1, Relaxed);
-            }
-        },
-    );
+        }
+        if named == 0 {
+            CLEARED.fetch_add(1, Relaxed);
+        }
+    });
     let enough = |published: u32| {
         published >= 3_000
             && STALLS.load(Relaxed) - CLEARED.load(Relaxed) >= 3
@@ -304,8 +308,8 @@ fn main() -> ! {
         gen += 1;
         let mut value = Config::new(gen);
         loop {
-            match CONFIG.replace_with(&mut writer, value, |w| {
-                stall.observe(w);
+            match CONFIG.replace(writer, value, |w| {
+                stall.observe(w)?;
                 if ticks() < DEADLINE {
                     ControlFlow::Continue(())
                 } else {
@@ -318,7 +322,7 @@ fn main() -> ! {
             }
         }
         published += 1;
-        read(0, 0);
+        read(0);
         READS[0].fetch_add(1, Relaxed);
     }
     let all_seen = enough(published);

@@ -25,7 +25,8 @@
 use core::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use cortex_m as _;
 use defmt_semihosting as _;
-use rcuref::{ContextReader, Error, Rcu, RcuValue};
+use rcuref::rcu::{ContextReader, Rcu, RcuValue};
+use rcuref::Error;
 
 /// One slot per reading priority (SysTick, GPIOA, idle), dedicated.
 pub static RCU: Rcu<3> = Rcu::with_dedicated(3);

@@ -12,7 +12,8 @@ mod table;
 
 use core::sync::atomic::Ordering::Relaxed;
 use portable_atomic::{AtomicBool, AtomicU32};
-use rcuref::{Pool, PoolCell, Rcu};
+use rcuref::pool::{Pool, PoolCell};
+use rcuref::rcu::Rcu;
 use rcuref_firmware as _;
 use table::{FdTable, File, FDS, FILES};
 

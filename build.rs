@@ -1,0 +1,71 @@
+//! Names each target condition the library's code depends on, once, as a cfg of its own,
+//! so that `src/` says `#[cfg(rcuref_atomics)]` instead of repeating the condition.
+//!
+//! * `rcuref_atomics`: the target's atomic read-modify-writes have a source: native
+//!   compare-and-swap, or the binary's choice on a target without it (feature
+//!   `critical-section`, or portable-atomic's `unsafe-assume-*` cfgs). Without it the
+//!   library is one `compile_error!` (src/lib.rs).
+//! * `rcuref_atomic64`: a 64-bit atomic exists: native, or a critical-section-guarded
+//!   `u64` with feature `critical-section` (src/sync.rs).
+//! * `rcuref_pad = "128"` / `"64"`: reader slots and the grace-period words sit on cache
+//!   lines of that size (src/pad.rs): on by default on 64-bit targets, and where the
+//!   binary asks with `--cfg rcuref_cache_padding`; never with `--cfg
+//!   rcuref_no_cache_padding`.
+//!
+//! Cargo gives a build script the target's cfgs, those passed in RUSTFLAGS included, as
+//! `CARGO_CFG_*` variables, and the crate's features as `CARGO_FEATURE_*`.
+
+use std::env;
+
+fn has_cfg(name: &str) -> bool {
+    env::var_os(format!("CARGO_CFG_{}", name.to_uppercase())).is_some()
+}
+
+fn cfg_values(name: &str) -> Vec<String> {
+    env::var(format!("CARGO_CFG_{}", name.to_uppercase()))
+        .unwrap_or_default()
+        .split(',')
+        .map(str::to_owned)
+        .collect()
+}
+
+fn feature(name: &str) -> bool {
+    env::var_os(format!(
+        "CARGO_FEATURE_{}",
+        name.to_uppercase().replace('-', "_")
+    ))
+    .is_some()
+}
+
+fn main() {
+    println!("cargo::rustc-check-cfg=cfg(rcuref_atomics)");
+    println!("cargo::rustc-check-cfg=cfg(rcuref_atomic64)");
+    println!("cargo::rustc-check-cfg=cfg(rcuref_pad, values(\"64\", \"128\"))");
+    println!("cargo::rerun-if-changed=build.rs");
+
+    let has_atomic = cfg_values("target_has_atomic");
+    let cs = feature("critical-section");
+    if has_atomic.iter().any(|w| w == "32")
+        || cs
+        || has_cfg("portable_atomic_unsafe_assume_single_core")
+        || has_cfg("portable_atomic_unsafe_assume_privileged")
+    {
+        println!("cargo::rustc-cfg=rcuref_atomics");
+    }
+    if has_atomic.iter().any(|w| w == "64") || cs {
+        println!("cargo::rustc-cfg=rcuref_atomic64");
+    }
+
+    let wide = env::var("CARGO_CFG_TARGET_POINTER_WIDTH").as_deref() == Ok("64");
+    let pad = has_cfg("rcuref_cache_padding") || (wide && !has_cfg("rcuref_no_cache_padding"));
+    if pad {
+        let arch = env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
+        let line = match arch.as_str() {
+            // Pairs of 64-byte lines are prefetched together on x86_64; Apple and some
+            // Neoverse parts have 128-byte lines.
+            "x86_64" | "aarch64" | "powerpc64" => "128",
+            _ => "64",
+        };
+        println!("cargo::rustc-cfg=rcuref_pad=\"{line}\"");
+    }
+}

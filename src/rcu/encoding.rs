@@ -1,0 +1,79 @@
+//! The two words the grace-period machine is made of: the counter `gp` and a reader
+//! slot. Pure arithmetic on their values, no memory operations (those are `ops`).
+
+// ---- a reader slot -------------------------------------------------------------------
+
+// A slot word: bit 0 = claimed by a `Reader` (or dedicated), bit 1 = the phase its
+// section saw, bits 2.. = nesting depth (0: offline). 0 = free.
+pub(crate) const CLAIMED: u32 = 1;
+pub(crate) const ONE_LEVEL: u32 = 4;
+/// A nesting count this high (2^30 leaked guards) sticks: neither lock nor unlock moves
+/// it, so the section never ends instead of wrapping to "offline" under live references.
+pub(crate) const STICKY: u32 = 0xFFFF_FFF0;
+
+/// Whether slot word `v` is in a read section.
+#[inline(always)]
+pub(crate) const fn online(v: u32) -> bool {
+    v >= ONE_LEVEL
+}
+
+/// The slot word of an outermost section that recorded phase `p`.
+#[inline(always)]
+pub(crate) const fn entered(p: u32) -> u32 {
+    CLAIMED | (p & 1) << 1 | ONE_LEVEL
+}
+
+/// The phase a slot word's section recorded.
+#[inline(always)]
+pub(crate) const fn phase_of(v: u32) -> u32 {
+    (v >> 1) & 1
+}
+
+// ---- the grace-period counter --------------------------------------------------------
+
+/// Steps of `gp` per grace period: flip, wait, flip, wait.
+pub(crate) const STEPS_PER_GP: u32 = 4;
+/// A cookie is at most this many steps ahead of `gp` (a wait in progress adds one), and
+/// `gp` never moves backwards, so a target further ahead than this is in the past.
+pub(crate) const MAX_AHEAD: u32 = STEPS_PER_GP + 1;
+/// Attempts one `poll` makes at most: a whole grace period from any point, with room for
+/// compare-exchanges lost to other drivers (each of which is progress too). This is what
+/// keeps `poll` from ever looping for long, whatever cookie it is given.
+pub(crate) const MAX_TRIES: u32 = 2 * STEPS_PER_GP;
+
+/// The counter's width as a mask: all 32 bits, except in test builds that shrink it to
+/// make laps short (`mutants::set_gp_bits`).
+#[inline(always)]
+pub(crate) fn mask() -> u32 {
+    #[cfg(any(loom, rcuref_mutants))]
+    let m = crate::mutants::gp_mask();
+    #[cfg(not(any(loom, rcuref_mutants)))]
+    let m = u32::MAX;
+    m
+}
+
+/// `g` advanced by `k` steps, wrapping at the counter's width.
+#[inline(always)]
+pub(crate) fn plus(g: u32, k: u32) -> u32 {
+    g.wrapping_add(k) & mask()
+}
+
+/// The phase readers record at step `g` of the counter: 0, 1, 1, 0 for steps 0..4.
+#[inline(always)]
+pub(crate) const fn phase(g: u32) -> u32 {
+    (g.wrapping_add(1) >> 1) & 1
+}
+
+/// Whether the counter at `g` has reached `target`: the target is not 1 to `MAX_AHEAD`
+/// steps ahead. (A target further ahead can only be from a past lap, or not a cookie.)
+#[inline(always)]
+pub(crate) fn reached(g: u32, target: u32) -> bool {
+    let ahead = target.wrapping_sub(g) & mask();
+    ahead == 0 || ahead > MAX_AHEAD
+}
+
+/// Which half of the counter's range `g` lies in (see the lap guard in `gp::advance`).
+#[inline(always)]
+pub(crate) fn half(g: u32) -> usize {
+    usize::from(g & mask() > mask() >> 1)
+}

@@ -1,0 +1,376 @@
+//! Grace periods: the steps that advance the counter, the lap guard, and cookies.
+
+use super::domain::Rcu;
+use super::encoding::{
+    half, mask, online, phase, phase_of, plus, reached, MAX_TRIES, ONE_LEVEL, STEPS_PER_GP,
+};
+use super::ops;
+use crate::pad::Line;
+use crate::sync::AtomicU32;
+use crate::sync::Ordering::{Acquire, Relaxed, Release};
+
+impl<const N: usize> Rcu<N> {
+    /// Takes a cookie that is done once every read section running now has ended.
+    /// Never blocks. Call it after unpublishing what you will reclaim.
+    pub fn start_poll(&self) -> GpCookie<'_, N> {
+        let g = ops::cookie_snapshot(&self.gp.0);
+        // A wait already in progress (odd g) started before us and does not count.
+        // (The one-flip variant counts a grace period as one flip and one wait.)
+        let steps = if mutant!(SingleFlip) {
+            STEPS_PER_GP / 2
+        } else {
+            STEPS_PER_GP
+        };
+        let in_progress = if mutant!(CookieCountsWaitInProgress) {
+            0
+        } else {
+            g & 1
+        };
+        GpCookie {
+            rcu: self,
+            target: plus(g, steps + in_progress),
+        }
+    }
+
+    /// A cookie back from [`GpCookie::into_raw`], to keep one in an atomic (an
+    /// interrupt handler's state, say).
+    ///
+    /// **The number must reach this context with happens-before** from the context that
+    /// took the cookie: the same context (or an interrupt handler of the same core), a
+    /// `Release` store and an `Acquire` load of the atomic that carries it, a lock. A
+    /// number read with a relaxed load on another core can meet an older view of the
+    /// counter than the one the cookie was taken at, and such a cookie may be answered
+    /// done before its grace period has ended (`tests/loom_rcu.rs`,
+    /// `a_cookie_moved_without_happens_before_can_be_answered_early`, found by review).
+    ///
+    /// A number that did not come from a cookie of this domain answers about an
+    /// arbitrary point of this domain's grace-period sequence: nothing unsafe follows
+    /// inside this crate, and [`GpCookie::poll`] stays bounded, but the answer means
+    /// nothing to the caller.
+    pub fn cookie_from_raw(&self, raw: u32) -> GpCookie<'_, N> {
+        GpCookie {
+            rcu: self,
+            target: raw & mask(),
+        }
+    }
+
+    /// Registers the caller as a driver in the half of the range `gp` is in, and returns
+    /// that half and a snapshot of `gp` taken after the registration.
+    fn enter(&self) -> (usize, u32) {
+        let mut g = ops::counter_snapshot(&self.gp.0);
+        loop {
+            let h = half(g);
+            pause_point!(GpEnterBeforeRegister);
+            let now = ops::register_in_half(&self.stepping.0[h], &self.gp.0);
+            if half(now) == h {
+                return (h, now);
+            }
+            if mutant!(RegisterWithoutRecheck) {
+                return (h, now); // registered in a half the counter may have left
+            }
+            // `g` was from an earlier visit of that half: register again.
+            ops::leave_half(&self.stepping.0[h]);
+            g = now;
+        }
+    }
+
+    /// One scan of the slots: (anyone online, anyone online with the phase before the
+    /// flip that led to the wait at `g`).
+    fn scan(&self, g: u32) -> (bool, bool) {
+        let old = phase(g) ^ 1;
+        let (mut any, mut old_online) = (false, false);
+        for s in &self.slots {
+            let v = ops::scan_slot(&s.0);
+            if online(v) {
+                any = true;
+                old_online |= phase_of(v) == old;
+            }
+        }
+        (any, old_online)
+    }
+
+    /// Advances `gp` towards `target` as far as the readers allow, at most `MAX_TRIES`
+    /// attempts. Any number of contexts may run this at once: each step is a
+    /// compare-exchange from the value the step was decided on, so a context stopped
+    /// anywhere in here holds nobody up and can never complete a step on stale facts.
+    pub(crate) fn advance(&self, target: u32) {
+        if variants::old_writer_lock_busy() {
+            return;
+        }
+        let (mut reg, mut g) = Registration::new(self);
+        for _ in 0..MAX_TRIES {
+            if reached(g, target) {
+                break;
+            }
+            if mutant!(BustedGracePeriod) {
+                self.gp.0.store(target, Release);
+                break;
+            }
+            let next = plus(g, 1);
+            if g & 1 == 1 {
+                // Readers entering from now on record the new phase. Written only when it
+                // changes (twice per grace period), so readers' copies of the line stay
+                // valid otherwise; a store that lands late (its driver was stopped) only
+                // makes some wait last longer (module docs, "The phase word").
+                ops::set_phase(&self.phase.0, phase(g));
+            }
+            if g & 1 == 1 || mutant!(StaleFastPath) {
+                // A wait: every reader that could hold something unpublished before this
+                // wait's flip is either seen by this scan or sees the unpublish (the fence
+                // pairing in the module docs).
+                ops::wait_fence();
+                // Asymmetric mode: readers have only a compiler fence; make their cores
+                // execute the barrier now (`heavy`'s module docs). A heavy fence that
+                // panics leaves this call through `reg`'s drop, which leaves its half.
+                super::heavy::in_wait_step();
+                pause_point!(GpBeforeScan(g));
+                let (online, old_online) = self.scan(g);
+                pause_point!(GpAfterScan);
+                if mutant!(StaleFastPath) && !online {
+                    // The old idle fast path: a store decided on a scan that may be stale
+                    // by now, completing cookies taken after the scan.
+                    self.gp.0.store(target, Release);
+                    break;
+                }
+                if g & 1 == 1 && old_online {
+                    if mutant!(RegistrationLeakedWhenBlocked) {
+                        ops::register_in_half(&self.stepping.0[reg.half], &self.gp.0);
+                    }
+                    break; // a reader from before the flip is still inside
+                }
+            }
+            // The lap guard: never enter a half in which a stopped context still holds a
+            // snapshot, which it could otherwise meet again a lap later (ABA).
+            if half(next) != reg.half
+                && !mutant!(NoLapGuard)
+                && ops::registered(&self.stepping.0[half(next)]) != 0
+            {
+                break;
+            }
+            g = match ops::step(&self.gp.0, g, next) {
+                Ok(_) => next,
+                Err(now) => now, // another driver moved it: progress too
+            };
+            if half(g) != reg.half {
+                if mutant!(StaleHalfRegistration) {
+                    continue; // keeps the registration in the half it has left
+                }
+                let stale = g;
+                g = reg.follow();
+                if mutant!(StaleSnapshotAfterRegister) {
+                    g = stale; // registered where `enter` read, stepping from before
+                }
+            }
+        }
+        reg.finish();
+        variants::old_writer_lock_release();
+    }
+}
+
+/// A driver's registration for the lap guard, in one half of the counter's range.
+///
+/// Left by [`finish`](Self::finish) when a call of `advance` ends, or by `Drop` when a
+/// panic leaves it (a heavy fence that panics, say): a driver that died inside a step
+/// must not pin its half, or the counter could never enter it again and no grace period
+/// would end after one more half-lap (the second review's finding 2).
+struct Registration<'d, const N: usize> {
+    // INVARIANT: this context is counted once in `rcu.stepping[half]`, and `half` is the
+    // half of the snapshot it steps from.
+    rcu: &'d Rcu<N>,
+    half: usize,
+}
+
+impl<'d, const N: usize> Registration<'d, N> {
+    /// Registers in the half the counter is in; returns the registration and a snapshot
+    /// of the counter taken after it (in that half).
+    fn new(rcu: &'d Rcu<N>) -> (Self, u32) {
+        let (half, g) = rcu.enter();
+        (Registration { rcu, half }, g)
+    }
+
+    /// The counter moved to the other half: leave this one, register there, and return a
+    /// fresh snapshot (in the half registered in).
+    fn follow(&mut self) -> u32 {
+        ops::leave_half(&self.rcu.stepping.0[self.half]);
+        let (half, g) = self.rcu.enter();
+        self.half = half;
+        g
+    }
+
+    /// Leaves the half: the end of a call.
+    fn finish(self) {
+        let me = core::mem::ManuallyDrop::new(self);
+        ops::leave_half(&me.rcu.stepping.0[me.half]);
+    }
+}
+
+impl<const N: usize> Drop for Registration<'_, N> {
+    /// Only reached when a panic unwinds out of a step (`finish` ends every call that
+    /// returns).
+    fn drop(&mut self) {
+        if mutant!(RegistrationKeptOnPanic) {
+            return;
+        }
+        ops::leave_half(&self.rcu.stepping.0[self.half]);
+    }
+}
+
+/// Broken variants of designs that no longer exist, each inside the helper it breaks.
+mod variants {
+    /// `Mutant::WriterLock`, the old design's try-lock around the steps: `true` when
+    /// another context holds it, and this call must give up. Always `false` in real code.
+    #[inline(always)]
+    pub(super) fn old_writer_lock_busy() -> bool {
+        #[cfg(any(loom, rcuref_mutants))]
+        return mutant!(WriterLock) && !crate::mutants::old_writer_lock_take();
+        #[cfg(not(any(loom, rcuref_mutants)))]
+        false
+    }
+
+    /// The end of a call that took the old try-lock.
+    #[inline(always)]
+    pub(super) fn old_writer_lock_release() {
+        #[cfg(any(loom, rcuref_mutants))]
+        if mutant!(WriterLock) {
+            crate::mutants::old_writer_lock_release();
+        }
+    }
+}
+
+/// A point in a domain's grace-period sequence: done once every read section that was
+/// running when it was taken ([`Rcu::start_poll`]) has ended.
+///
+/// A cookie knows its domain, so it can only ever answer about the grace periods it was
+/// taken for.
+#[derive(Clone, Copy)]
+pub struct GpCookie<'d, const N: usize> {
+    pub(super) rcu: &'d Rcu<N>,
+    pub(super) target: u32,
+}
+
+impl<'d, const N: usize> GpCookie<'d, N> {
+    /// Whether the grace period has ended, without advancing anything.
+    pub fn is_done(&self) -> bool {
+        // Acquire: pairs with the step that completed the grace period, which acquired
+        // every reader's exit, so those sections happen before what the caller does next.
+        reached(ops::counter_acquire(&self.rcu.gp.0), self.target)
+    }
+
+    /// Whether the grace period has ended. Never blocks: if it has not, it advances the
+    /// grace-period machine as far as the readers allow (a bounded number of steps) and
+    /// answers again. Any number of contexts may poll at once.
+    pub fn poll(&self) -> bool {
+        if self.is_done() {
+            return true;
+        }
+        self.rcu.advance(self.target);
+        self.is_done()
+    }
+
+    /// The domain this cookie belongs to.
+    pub fn domain(&self) -> &'d Rcu<N> {
+        self.rcu
+    }
+
+    /// The reader slots holding this grace period up right now: online with the phase
+    /// that the current (or, between waits, the next) wait waits for. Empty once done.
+    /// For stall reports: the slot identifies the context (its `Reader::slot`, or the
+    /// dedicated slot of a `ContextReader`). A snapshot, slot by slot.
+    pub fn holdouts(&self) -> Holdouts<'d> {
+        let g = self.rcu.gp.0.load(Acquire);
+        Holdouts {
+            slots: &self.rcu.slots,
+            next: if reached(g, self.target) { N } else { 0 },
+            waits_for: phase(g | 1) ^ 1,
+        }
+    }
+
+    /// The cookie as a number, to keep it in an atomic; [`Rcu::cookie_from_raw`] of the
+    /// same domain turns it back. Move it to another core with `Release`/`Acquire` (see
+    /// there why).
+    pub fn into_raw(self) -> u32 {
+        self.target
+    }
+}
+
+#[cfg(feature = "defmt")]
+impl<const N: usize> defmt::Format for GpCookie<'_, N> {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(
+            f,
+            "GpCookie {{ target: {=u32}, done: {=bool} }}",
+            self.target,
+            self.is_done()
+        )
+    }
+}
+
+impl<const N: usize> PartialEq for GpCookie<'_, N> {
+    fn eq(&self, other: &Self) -> bool {
+        core::ptr::eq(self.rcu, other.rcu) && self.target == other.target
+    }
+}
+
+impl<const N: usize> Eq for GpCookie<'_, N> {}
+
+impl<const N: usize> core::fmt::Debug for GpCookie<'_, N> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("GpCookie")
+            .field("target", &self.target)
+            .field("done", &self.is_done())
+            .finish()
+    }
+}
+
+/// A reader slot holding a grace period up (see [`GpCookie::holdouts`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Holdout {
+    /// The slot: a `Reader`'s [`slot`](super::Reader::slot), or a dedicated slot.
+    pub slot: usize,
+    /// How deeply nested its section is (1: not nested).
+    pub nesting: u32,
+    /// The phase its section started in.
+    pub phase: u32,
+}
+
+/// The slots holding a grace period up, as an iterator (see [`GpCookie::holdouts`]).
+///
+/// Not generic in the domain's size, so a stall report's closure needs no annotations.
+pub struct Holdouts<'d> {
+    slots: &'d [Line<AtomicU32>],
+    next: usize,
+    waits_for: u32,
+}
+
+impl Iterator for Holdouts<'_> {
+    type Item = Holdout;
+    fn next(&mut self) -> Option<Holdout> {
+        while let Some(s) = self.slots.get(self.next) {
+            let slot = self.next;
+            self.next += 1;
+            let v = s.0.load(Relaxed);
+            if online(v) && phase_of(v) == self.waits_for {
+                return Some(Holdout {
+                    slot,
+                    nesting: v / ONE_LEVEL,
+                    phase: phase_of(v),
+                });
+            }
+        }
+        None
+    }
+}
+
+impl core::fmt::Debug for Holdouts<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let rest = Holdouts { ..*self };
+        f.debug_list().entries(rest).finish()
+    }
+}
+
+impl Clone for Holdouts<'_> {
+    fn clone(&self) -> Self {
+        Holdouts { ..*self }
+    }
+}

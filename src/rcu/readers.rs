@@ -1,0 +1,529 @@
+//! Readers and guards: the read side, and the contexts that writers wait through.
+
+use super::domain::Rcu;
+use super::encoding::{online, CLAIMED, ONE_LEVEL, STICKY};
+use super::ops;
+use super::sections;
+use super::wait::Waiting;
+use crate::error::Error;
+use crate::sync::AtomicU32;
+use crate::sync::Ordering::Relaxed;
+use core::marker::PhantomData;
+use core::ops::ControlFlow;
+
+impl<const N: usize> Rcu<N> {
+    /// The reader of dedicated slot `slot`, for one context: usable in a `static`.
+    ///
+    /// # Safety
+    /// * every `ContextReader` of that slot (there may be copies, and several calls) is
+    ///   used from one context only: one flow of control (one CPU's idle loop, one
+    ///   kernel thread, one interrupt priority level), **plus** the interrupt or trap
+    ///   handlers that preempt that context on the same core. Handlers nest strictly: a
+    ///   handler runs to completion before the code it interrupted resumes, which is
+    ///   what makes the slot's load-then-store exact. Two threads that a scheduler
+    ///   switches between, even on one CPU, do not nest strictly (one can be preempted
+    ///   between its load and its store while the other changes the slot and keeps
+    ///   running): give each its own slot, or make the switch impossible inside a
+    ///   section (a per-CPU reader used with preemption disabled, as the kernel does);
+    /// * a handler that uses it leaves every section it entered before it returns (it
+    ///   holds no guard across its return; leaking one with `mem::forget` is allowed:
+    ///   that level is then lost, which is harmless).
+    ///
+    /// Two contexts that could run at the same time on different cores, or a context
+    /// that migrates between cores in the middle of a section, break the slot's
+    /// single-writer protocol: memory safety of the domain's readers then fails.
+    ///
+    /// # Panics
+    /// If `slot` is not one of the domain's dedicated slots (below the count given to
+    /// [`with_dedicated`](Self::with_dedicated)): at compile time in a `static`.
+    pub const unsafe fn context_reader(&self, slot: usize) -> ContextReader<'_, N> {
+        assert!(
+            slot < self.dedicated,
+            "a ContextReader needs a dedicated slot (Rcu::with_dedicated)"
+        );
+        // INVARIANT: the caller promised the contract above.
+        ContextReader {
+            at: At { rcu: self, slot },
+        }
+    }
+
+    /// The readers of dedicated slots `0..K`, one per CPU (or per interrupt priority
+    /// level), as an array: `readers[i]` is slot `i`'s. Usable in a `static`.
+    ///
+    /// # Safety
+    /// Each element is a [`context_reader`](Self::context_reader) of its slot, with that
+    /// function's contract: element `i` is used only from context `i` and the interrupt
+    /// handlers that preempt it on its core.
+    ///
+    /// # Panics
+    /// If `K` is more than the dedicated slots: at compile time in a `static`.
+    pub const unsafe fn context_readers<const K: usize>(&self) -> [ContextReader<'_, N>; K] {
+        assert!(
+            K <= self.dedicated,
+            "more per-CPU readers than dedicated slots (Rcu::with_dedicated)"
+        );
+        let mut out = [ContextReader {
+            at: At { rcu: self, slot: 0 },
+        }; K];
+        let mut i = 0;
+        while i < K {
+            // INVARIANT: i < K <= dedicated; the caller promised the contract.
+            out[i] = ContextReader {
+                at: At { rcu: self, slot: i },
+            };
+            i += 1;
+        }
+        out
+    }
+
+    /// The per-CPU readers of dedicated slots `0..K` with a hook that names the calling
+    /// CPU, so that a kernel gets its core's reader with [`PerCpu::current`] and no
+    /// indexing of its own. Usable in a `static`.
+    ///
+    /// # Safety
+    /// As [`context_readers`](Self::context_readers), with `current_cpu` naming the
+    /// context: it returns the index of the CPU it runs on (the same for the whole time
+    /// a section of that CPU's reader is open: no migration inside a section), and each
+    /// CPU's reader is used only by that CPU's code and its interrupt handlers. An index
+    /// of `K` or more is answered with `None`, never with another CPU's reader.
+    ///
+    /// # Panics
+    /// If `K` is more than the dedicated slots: at compile time in a `static`.
+    pub const unsafe fn per_cpu<const K: usize>(
+        &self,
+        current_cpu: fn() -> usize,
+    ) -> PerCpu<'_, N, K> {
+        PerCpu {
+            // SAFETY: the caller promised `context_readers`' contract.
+            readers: unsafe { self.context_readers() },
+            current_cpu,
+        }
+    }
+    /// Claims a reader slot for the calling context (a thread, a hart, an interrupt
+    /// priority level). The slot is freed when the [`Reader`] is dropped.
+    ///
+    /// # Errors
+    /// [`Error::NoFreeSlot`] when all `N` slots are claimed.
+    pub fn register(&self) -> Result<Reader<'_, N>, Error> {
+        for (i, s) in self.slots.iter().enumerate() {
+            if ops::claim(&s.0) {
+                // INVARIANT: i < N (an index of `slots`); our exchange claimed slot i, so
+                // we are its only writer from now on; it is offline (CLAIMED).
+                return Ok(Reader {
+                    at: At { rcu: self, slot: i },
+                    _not_send: PhantomData,
+                });
+            }
+        }
+        Err(Error::NoFreeSlot)
+    }
+
+    /// Runs `f` in a read section on a slot claimed for the call: for interrupt
+    /// handlers and other short-lived contexts that hold no [`Reader`].
+    ///
+    /// # Errors
+    /// [`Error::NoFreeSlot`] when all `N` slots are claimed; `f` does not run.
+    pub fn read<R>(&self, f: impl FnOnce(&Guard<'_, '_, N>) -> R) -> Result<R, Error> {
+        let reader = self.register()?;
+        let guard = reader.lock();
+        Ok(f(&guard))
+    }
+}
+
+/// A registered reader: owns one slot of its domain. Not `Send`/`Sync`: one context
+/// (thread, hart, interrupt level) uses it, which is what lets the read side use plain
+/// loads and stores.
+///
+/// Its nested locks have no fence: the context that nests has executed the outermost
+/// lock's fence before, in program order. So a `Reader` must not be used from an
+/// interrupt or signal handler that can preempt its own context (it is neither `Send`
+/// nor `Sync`, so safe code cannot put it where one could reach it): handlers use a
+/// [`ContextReader`] or [`Rcu::read`].
+pub struct Reader<'d, const N: usize> {
+    // INVARIANT: `at.slot < N`, and `self` claimed that slot, so it is its only writer.
+    at: At<'d, N>,
+    _not_send: PhantomData<*mut ()>,
+}
+
+impl<'d, const N: usize> Reader<'d, N> {
+    /// Enters a read section (or nests in the current one). The section ends when the
+    /// outermost guard is dropped.
+    #[inline]
+    pub fn lock(&self) -> Guard<'_, 'd, N> {
+        self.at.enter(false);
+        Guard {
+            at: &self.at,
+            _not_send: PhantomData,
+        }
+    }
+
+    /// Runs `f` inside a read section.
+    #[inline]
+    pub fn read<R>(&self, f: impl FnOnce(&Guard<'_, 'd, N>) -> R) -> R {
+        f(&self.lock())
+    }
+
+    /// Whether this reader is inside a read section.
+    pub fn in_read_section(&self) -> bool {
+        self.at.in_read_section()
+    }
+
+    /// The domain this reader belongs to.
+    pub fn domain(&self) -> &'d Rcu<N> {
+        self.at.rcu
+    }
+
+    /// The index of this reader's slot in its domain (diagnostics).
+    pub fn slot(&self) -> usize {
+        self.at.slot
+    }
+
+    /// Waits until every read section that was running when it was called has ended,
+    /// asking `hook` between attempts whether to go on: [`spin`](super::spin),
+    /// [`forever`](super::forever)`(yield_now)`, a [`Deadline`](super::Deadline), a
+    /// [`StallDetector`](super::StallDetector), or any closure that sees the
+    /// [`Waiting`] state and returns `ControlFlow::Continue(())` to go on or
+    /// `ControlFlow::Break(())` to give up.
+    ///
+    /// # Errors
+    /// [`Error::InReadSection`], without waiting, if this reader is inside a read
+    /// section (possible only after leaking a guard with `mem::forget`) or, in debug
+    /// builds with feature `std`, if another reader of this domain on the calling thread
+    /// is. Waiting there would deadlock. Without `std` a section of another reader of
+    /// the same context cannot be detected: do not wait inside one.
+    /// [`Error::GaveUp`] when `hook` gives up: nothing is left half done (a grace period
+    /// that was under way goes on with the next poll of any context).
+    pub fn synchronize(
+        &mut self,
+        hook: impl FnMut(&Waiting<'_, '_, N>) -> ControlFlow<()>,
+    ) -> Result<(), Error> {
+        self.at.synchronize(hook)
+    }
+}
+
+impl<const N: usize> Drop for Reader<'_, N> {
+    fn drop(&mut self) {
+        let slot = self.at.word();
+        let v = ops::own_slot(slot);
+        interrupt_point!(DropAfterLoad, slot);
+        if online(v) {
+            // A guard was leaked (`mem::forget`). Guards borrow the reader, so none is
+            // alive now, and every reference read under the leaked one was bounded by a
+            // borrow of the reader that has ended: ending the section is sound, and
+            // leaving it open would stall every later grace period of the domain.
+            sections::left(self.at.rcu.section_key());
+        }
+        // Ends any (leaked) section and frees the slot in one Release store.
+        ops::release(slot);
+    }
+}
+
+impl<const N: usize> core::fmt::Debug for Reader<'_, N> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Reader")
+            .field("slot", &self.at.slot)
+            .field("in_read_section", &self.in_read_section())
+            .finish()
+    }
+}
+
+/// A reader for one CPU (hart, core) or one interrupt priority level, on a slot the
+/// domain reserved for it ([`Rcu::with_dedicated`]): `const`-constructible, `Copy`,
+/// `Send` and `Sync`, so it can live in a `static` and be used from the trap or
+/// interrupt handlers of its context without claiming a slot per section.
+///
+/// Interrupt handlers of the same core may nest sections on it while the code they
+/// interrupted is in one, at any point: a handler enters and leaves its sections before
+/// it returns, so the slot is as the interrupted code left it when it resumes (its
+/// load-then-store of the slot cannot lose the handler's update). The handler's section
+/// lies inside the interrupted one, or is a section of its own if none was open.
+///
+/// A nested lock therefore runs a full fence after its store, like the outermost one: a
+/// handler may have interrupted the outermost lock between its store and its fence (a
+/// trap is not a fence), and its loads must not be performed before the announcement is
+/// visible to another core's scan. This costs a nested lock a fence on multi-core
+/// builds (none with `--cfg rcuref_unsafe_assume_single_core` or in the asymmetric-fence
+/// mode); checked by the loom models in `tests/loom_interrupts.rs` with a handler at
+/// every gap of the read side, and by the litmus suite (`litmus/`).
+///
+/// Obtained only through the `unsafe` [`Rcu::context_reader`], whose contract is what
+/// makes this sound.
+#[derive(Clone, Copy)]
+pub struct ContextReader<'d, const N: usize> {
+    // INVARIANT: `at.slot` is one of the domain's dedicated slots, and the creator
+    // promised `Rcu::context_reader`'s contract: it is only used from one context and
+    // the interrupt handlers that preempt that context on its core.
+    at: At<'d, N>,
+}
+
+// SAFETY: by the creator's promise (`Rcu::context_reader`) the slot is only written from
+// one context and the handlers that preempt it on the same core, whatever thread holds
+// the value; sharing or moving the value between threads does not change who uses it.
+unsafe impl<const N: usize> Send for ContextReader<'_, N> {}
+// SAFETY: as above.
+unsafe impl<const N: usize> Sync for ContextReader<'_, N> {}
+
+impl<'d, const N: usize> ContextReader<'d, N> {
+    /// Enters a read section (or nests in the current one of this context, an
+    /// interrupted one included). The section ends when the outermost guard is dropped.
+    #[inline]
+    pub fn lock(&self) -> Guard<'_, 'd, N> {
+        self.at.enter(true);
+        Guard {
+            at: &self.at,
+            _not_send: PhantomData,
+        }
+    }
+
+    /// Runs `f` inside a read section.
+    #[inline]
+    pub fn read<R>(&self, f: impl FnOnce(&Guard<'_, 'd, N>) -> R) -> R {
+        f(&self.lock())
+    }
+
+    /// Whether this context is inside a read section.
+    pub fn in_read_section(&self) -> bool {
+        self.at.in_read_section()
+    }
+
+    /// The domain.
+    pub fn domain(&self) -> &'d Rcu<N> {
+        self.at.rcu
+    }
+
+    /// The slot index.
+    pub fn slot(&self) -> usize {
+        self.at.slot
+    }
+
+    /// Waits for a grace period, asking `hook` between attempts (see
+    /// [`Reader::synchronize`]). Only from the context itself, never from one of its
+    /// interrupt handlers (which must never block), nor while the context is inside a
+    /// section on another slot of the same domain.
+    ///
+    /// # Errors
+    /// [`Error::InReadSection`] if this context is inside a section (the wait would
+    /// wait for itself); [`Error::GaveUp`] when `hook` gives up.
+    pub fn synchronize(
+        &self,
+        hook: impl FnMut(&Waiting<'_, '_, N>) -> ControlFlow<()>,
+    ) -> Result<(), Error> {
+        self.at.synchronize(hook)
+    }
+}
+
+impl<const N: usize> core::fmt::Debug for ContextReader<'_, N> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("ContextReader")
+            .field("slot", &self.at.slot)
+            .field("in_read_section", &self.in_read_section())
+            .finish()
+    }
+}
+
+/// Evidence of a read section: references read under it live no longer than it.
+/// Not `Send`: a section belongs to the context that entered it.
+pub struct Guard<'r, 'd, const N: usize> {
+    at: &'r At<'d, N>,
+    _not_send: PhantomData<*mut ()>,
+}
+
+impl<'d, const N: usize> Guard<'_, 'd, N> {
+    /// The domain this section belongs to.
+    pub fn domain(&self) -> &'d Rcu<N> {
+        self.at.rcu
+    }
+}
+
+impl<const N: usize> Drop for Guard<'_, '_, N> {
+    #[inline]
+    fn drop(&mut self) {
+        self.at.leave();
+    }
+}
+
+impl<const N: usize> core::fmt::Debug for Guard<'_, '_, N> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Guard")
+            .field("slot", &self.at.slot)
+            .finish()
+    }
+}
+
+/// A reader slot and its domain: what `Reader`, `ContextReader` and `Guard` act on.
+#[derive(Clone, Copy)]
+pub struct At<'d, const N: usize> {
+    // INVARIANT: `slot < N`, and whoever holds this `At` is, by its owner's invariant,
+    // the only writer of that slot (a `Reader` claimed it; a `ContextReader`'s creator
+    // promised it).
+    pub(super) rcu: &'d Rcu<N>,
+    pub(super) slot: usize,
+}
+
+impl<'d, const N: usize> At<'d, N> {
+    /// The slot word, without a bounds check on the read-side fast path.
+    #[inline(always)]
+    fn word(&self) -> &'d AtomicU32 {
+        // SAFETY: by the type invariant `self.slot < N`, the length of `slots`.
+        unsafe { &self.rcu.slots.get_unchecked(self.slot).0 }
+    }
+
+    /// Enters a read section or nests in the current one. `in_context`: a
+    /// `ContextReader`, on whose slot interrupt handlers nest, so a nested lock may have
+    /// interrupted the outermost one between its store and its fence, and fences too.
+    #[inline(always)]
+    fn enter(&self, in_context: bool) {
+        let slot = self.word();
+        // By the type invariant nobody else writes the slot (an interrupt handler that
+        // nests on it restores it before the code it interrupted resumes): load + store
+        // is exact.
+        let v = ops::own_slot(slot);
+        interrupt_point!(LockAfterLoad, slot);
+        if !online(v) {
+            ops::lock_outer(slot, &self.rcu.phase.0);
+            sections::entered(self.rcu.section_key());
+        } else if v < STICKY {
+            if in_context {
+                ops::lock_nested_in_context(slot, v);
+            } else {
+                ops::lock_nested(slot, v);
+            }
+        }
+    }
+
+    /// Leaves one level of the section.
+    #[inline(always)]
+    fn leave(&self) {
+        let slot = self.word();
+        let v = ops::own_slot(slot);
+        interrupt_point!(UnlockAfterLoad, slot);
+        if v < 2 * ONE_LEVEL || mutant!(NestingIgnored) {
+            // Outermost: the section's loads happen before a writer's Acquire sees it.
+            ops::unlock(slot, CLAIMED);
+            sections::left(self.rcu.section_key());
+        } else if v < STICKY {
+            ops::unlock(slot, v - ONE_LEVEL);
+        }
+    }
+
+    fn in_read_section(&self) -> bool {
+        online(self.word().load(Relaxed))
+    }
+
+    /// `Ok` if a blocking wait for a grace period of `domain` may run from here: the
+    /// same domain, and not from inside a read section of it (which would wait for
+    /// itself). The one place these checks live.
+    fn may_wait(&self, domain: &Rcu<N>) -> Result<(), Error> {
+        if !core::ptr::eq(domain, self.rcu) {
+            return Err(Error::OtherDomain);
+        }
+        if self.in_read_section() || sections::any(self.rcu.section_key()) {
+            return Err(Error::InReadSection);
+        }
+        Ok(())
+    }
+
+    fn synchronize(
+        &self,
+        hook: impl FnMut(&Waiting<'_, '_, N>) -> ControlFlow<()>,
+    ) -> Result<(), Error> {
+        self.may_wait(self.rcu)?;
+        super::wait::until_done(self.rcu.start_poll(), hook)
+    }
+}
+
+/// One [`ContextReader`] per CPU and a hook that names the calling CPU (from
+/// [`Rcu::per_cpu`]): `CPUS.current()` is the calling core's reader.
+#[derive(Clone, Copy)]
+pub struct PerCpu<'d, const N: usize, const K: usize> {
+    // INVARIANT: `readers[i]` is dedicated slot `i`, and by the creator's promise
+    // `current_cpu` names the CPU whose context runs it.
+    readers: [ContextReader<'d, N>; K],
+    current_cpu: fn() -> usize,
+}
+
+impl<'d, const N: usize, const K: usize> PerCpu<'d, N, K> {
+    /// The calling CPU's reader; `None` if the hook named a CPU of `K` or more.
+    #[inline]
+    pub fn current(&self) -> Option<ContextReader<'d, N>> {
+        self.readers.get((self.current_cpu)()).copied()
+    }
+
+    /// Every CPU's reader, CPU `i`'s at index `i` (each only for its own CPU).
+    pub fn all(&self) -> &[ContextReader<'d, N>; K] {
+        &self.readers
+    }
+}
+
+impl<const N: usize, const K: usize> core::fmt::Debug for PerCpu<'_, N, K> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("PerCpu")
+            .field("cpus", &K)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A reader context that writers' blocking helpers wait through: `&mut Reader`, a
+/// [`ContextReader`] (or a reference to one), so a per-CPU or per-interrupt-level writer
+/// needs no slot of its own. Sealed: implemented only here.
+///
+/// The helper checks, in one place, that the context belongs to the domain it waits
+/// for (else [`Error::OtherDomain`]) and that it is not inside a read section of it
+/// (else [`Error::InReadSection`]: the wait would wait for itself). A `Reader` is passed
+/// as `&mut`, so no guard of it can be alive (checked at compile time); a
+/// `ContextReader` is `Copy`, and its open section is found at run time.
+pub trait WaitContext<const N: usize>: sealed::Sealed<N> {}
+
+mod sealed {
+    pub trait Sealed<const N: usize> {
+        /// The slot and domain waited through.
+        fn at(&self) -> super::At<'_, N>;
+    }
+}
+
+impl<const N: usize> sealed::Sealed<N> for &mut Reader<'_, N> {
+    fn at(&self) -> At<'_, N> {
+        self.at
+    }
+}
+impl<const N: usize> WaitContext<N> for &mut Reader<'_, N> {}
+
+impl<const N: usize> sealed::Sealed<N> for ContextReader<'_, N> {
+    fn at(&self) -> At<'_, N> {
+        self.at
+    }
+}
+impl<const N: usize> WaitContext<N> for ContextReader<'_, N> {}
+
+impl<const N: usize> sealed::Sealed<N> for &ContextReader<'_, N> {
+    fn at(&self) -> At<'_, N> {
+        self.at
+    }
+}
+impl<const N: usize> WaitContext<N> for &ContextReader<'_, N> {}
+
+/// `Ok` if `ctx` may block waiting for a grace period of `domain` (see [`WaitContext`]).
+pub(crate) fn may_wait<const N: usize>(
+    ctx: &impl WaitContext<N>,
+    domain: &Rcu<N>,
+) -> Result<(), Error> {
+    sealed::Sealed::at(ctx).may_wait(domain)
+}
+
+/// Waits through `ctx` until `cookie` is done, asking `hook` between attempts; the
+/// context is checked first ([`may_wait`]).
+pub(crate) fn wait_through<const N: usize>(
+    ctx: &impl WaitContext<N>,
+    cookie: super::GpCookie<'_, N>,
+    hook: impl FnMut(&Waiting<'_, '_, N>) -> ControlFlow<()>,
+) -> Result<(), Error> {
+    may_wait(ctx, cookie.rcu)?;
+    super::wait::until_done(cookie, hook)
+}
+
+/// Whether this build reports a blocking wait inside a read section of *another* reader
+/// of the same domain on the calling thread as [`Error::InReadSection`] (debug
+/// builds with feature `std`). Without it such a wait deadlocks; a wait inside the
+/// waiting reader's own section is reported in every build.
+pub const DETECTS_WAIT_IN_OTHER_SECTION: bool =
+    cfg!(all(feature = "std", debug_assertions, not(loom)));
