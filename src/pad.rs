@@ -9,8 +9,9 @@
 //! domains). [`Line`] aligns (and so pads) a value to a cache line.
 //!
 //! Padding costs RAM: a line per reader slot plus three (phase, counter, registrations)
-//! per domain, instead of 4 bytes each: an `Rcu<8>` is 48 bytes unpadded, 704 with
-//! 64-byte lines, 1408 with 128-byte lines. It
+//! per domain, instead of 4 bytes each, and the count of dedicated slots rounds the
+//! whole up to one more line: an `Rcu<8>` is 52 bytes unpadded on a 32-bit target, 768
+//! with 64-byte lines, 1536 with 128-byte lines. It
 //! is on by default where cores share memory through caches and RAM is plentiful
 //! (64-bit targets: x86_64, aarch64, riscv64, …) and off on 16- and 32-bit targets,
 //! mostly single-core microcontrollers, where it would only waste RAM. The binary

@@ -99,11 +99,7 @@ impl<const N: usize> Rcu<N> {
         }
         let (mut reg, mut g) = Registration::new(self);
         for _ in 0..MAX_TRIES {
-            if reached(g, target) {
-                break;
-            }
-            if mutant!(BustedGracePeriod) {
-                self.gp.0.store(target, Release);
+            if reached(g, target) || variants::busted_grace_period(self, target) {
                 break;
             }
             let next = plus(g, 1);
@@ -114,7 +110,7 @@ impl<const N: usize> Rcu<N> {
                 // makes some wait last longer (module docs, "The phase word").
                 ops::set_phase(&self.phase.0, phase(g));
             }
-            if g & 1 == 1 || mutant!(StaleFastPath) {
+            if g & 1 == 1 || variants::scan_at_every_step() {
                 // A wait: every reader that could hold something unpublished before this
                 // wait's flip is either seen by this scan or sees the unpublish (the fence
                 // pairing in the module docs).
@@ -126,44 +122,35 @@ impl<const N: usize> Rcu<N> {
                 pause_point!(GpBeforeScan(g));
                 let (online, old_online) = self.scan(g);
                 pause_point!(GpAfterScan);
-                if mutant!(StaleFastPath) && !online {
-                    // The old idle fast path: a store decided on a scan that may be stale
-                    // by now, completing cookies taken after the scan.
-                    self.gp.0.store(target, Release);
+                if variants::stale_fast_path(self, online, target) {
                     break;
                 }
                 if g & 1 == 1 && old_online {
-                    if mutant!(RegistrationLeakedWhenBlocked) {
-                        ops::register_in_half(&self.stepping.0[reg.half], &self.gp.0);
-                    }
+                    reg.held_by_a_reader();
                     break; // a reader from before the flip is still inside
                 }
             }
-            // The lap guard: never enter a half in which a stopped context still holds a
-            // snapshot, which it could otherwise meet again a lap later (ABA).
-            if half(next) != reg.half
-                && !mutant!(NoLapGuard)
-                && ops::registered(&self.stepping.0[half(next)]) != 0
-            {
+            if !self.lap_guard_allows(&reg, next) {
                 break;
             }
             g = match ops::step(&self.gp.0, g, next) {
                 Ok(_) => next,
                 Err(now) => now, // another driver moved it: progress too
             };
-            if half(g) != reg.half {
-                if mutant!(StaleHalfRegistration) {
-                    continue; // keeps the registration in the half it has left
-                }
-                let stale = g;
-                g = reg.follow();
-                if mutant!(StaleSnapshotAfterRegister) {
-                    g = stale; // registered where `enter` read, stepping from before
-                }
-            }
+            g = reg.follow(g);
         }
         reg.finish();
         variants::old_writer_lock_release();
+    }
+
+    /// The lap guard: the counter may step to `next` unless that enters the other half
+    /// while a stopped context still holds a snapshot there, which it could otherwise
+    /// meet again a lap later (ABA).
+    #[inline(always)]
+    fn lap_guard_allows(&self, reg: &Registration<'_, N>, next: u32) -> bool {
+        half(next) == reg.half
+            || mutant!(NoLapGuard)
+            || ops::registered(&self.stepping.0[half(next)]) == 0
     }
 }
 
@@ -188,13 +175,31 @@ impl<'d, const N: usize> Registration<'d, N> {
         (Registration { rcu, half }, g)
     }
 
-    /// The counter moved to the other half: leave this one, register there, and return a
-    /// fresh snapshot (in the half registered in).
-    fn follow(&mut self) -> u32 {
+    /// The counter is at `g` after a step: if that left the registered half, leave it,
+    /// register in the half the counter is in now, and return a fresh snapshot (in the
+    /// half registered in); otherwise `g`.
+    fn follow(&mut self, g: u32) -> u32 {
+        if half(g) == self.half || mutant!(StaleHalfRegistration) {
+            // (The variant keeps the registration in the half the counter has left.)
+            return g;
+        }
         ops::leave_half(&self.rcu.stepping.0[self.half]);
-        let (half, g) = self.rcu.enter();
+        let (half, fresh) = self.rcu.enter();
         self.half = half;
-        g
+        if mutant!(StaleSnapshotAfterRegister) {
+            return g; // registered where `enter` read, stepping from before
+        }
+        fresh
+    }
+
+    /// A reader from before the flip holds the wait: the call ends here, and its
+    /// registration with it (`finish`).
+    #[inline(always)]
+    fn held_by_a_reader(&self) {
+        if mutant!(RegistrationLeakedWhenBlocked) {
+            // The variant registers once more, a registration nobody ever leaves.
+            ops::register_in_half(&self.rcu.stepping.0[self.half], &self.rcu.gp.0);
+        }
     }
 
     /// Leaves the half: the end of a call.
@@ -215,8 +220,45 @@ impl<const N: usize> Drop for Registration<'_, N> {
     }
 }
 
-/// Broken variants of designs that no longer exist, each inside the helper it breaks.
+/// Broken variants that are not a change of one helper's line: whole designs that no
+/// longer exist (the writer try-lock, the idle fast path) and the grace period that ends
+/// at once (the torture's control). Each folds to nothing in real builds.
 mod variants {
+    use super::{Rcu, Release};
+
+    /// `Mutant::BustedGracePeriod` (rcutorture's `rcu_busted_ops`): the grace period
+    /// ends at once. `true`: the variant stored `target`, and the call ends.
+    #[inline(always)]
+    pub(super) fn busted_grace_period<const N: usize>(rcu: &Rcu<N>, target: u32) -> bool {
+        if mutant!(BustedGracePeriod) {
+            rcu.gp.0.store(target, Release);
+            return true;
+        }
+        false
+    }
+
+    /// `Mutant::StaleFastPath`, the old idle fast path: every step scans, ...
+    #[inline(always)]
+    pub(super) fn scan_at_every_step() -> bool {
+        mutant!(StaleFastPath)
+    }
+
+    /// ... and a scan that found nobody online stores the cookie's target outright: a
+    /// store decided on a scan that may be stale by now, completing cookies taken after
+    /// it. `true`: the call ends.
+    #[inline(always)]
+    pub(super) fn stale_fast_path<const N: usize>(
+        rcu: &Rcu<N>,
+        anyone_online: bool,
+        target: u32,
+    ) -> bool {
+        if mutant!(StaleFastPath) && !anyone_online {
+            rcu.gp.0.store(target, Release);
+            return true;
+        }
+        false
+    }
+
     /// `Mutant::WriterLock`, the old design's try-lock around the steps: `true` when
     /// another context holds it, and this call must give up. Always `false` in real code.
     #[inline(always)]

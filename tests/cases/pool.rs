@@ -7,7 +7,7 @@ use core::sync::atomic::Ordering::Relaxed;
 use portable_atomic::{AtomicBool, AtomicU32};
 use rcuref::pool::{Pool, PoolCell};
 use rcuref::rcu::Rcu;
-use rcuref::{Error, Refused};
+use rcuref::{warning_count, Error, Refused, Warning};
 
 /// Counts drops, to check that every value is dropped exactly once.
 pub struct Counted<'a>(pub u32, pub &'a AtomicU32);
@@ -227,11 +227,21 @@ impl World {
     pub fn writer(&self, rounds: u32, min_lookups: u32) {
         let mut round = 0u32;
         let (mut seen, mut still) = (0u32, 0u32);
+        // A put on a count that holds no reference never happens on a correct pool: it
+        // means a slot was handed out twice (seen with `ZeroingAlloc` on four cores,
+        // whose other symptoms can take minutes to show). Counted from here, so that an
+        // earlier test of the same process does not count.
+        let imbalanced = warning_count(Warning::ImbalancedPut);
         loop {
             let lookups = self.stats.lookups.load(Relaxed);
             if round >= rounds && lookups >= min_lookups {
                 break;
             }
+            assert_eq!(
+                warning_count(Warning::ImbalancedPut),
+                imbalanced,
+                "a put found no reference to drop: a slot was handed out twice"
+            );
             // Stall detection (rcutorture's): readers always make progress on a correct
             // pool; one that has not finished a lookup in 20M rounds is stuck (e.g. on
             // a location that names a destroyed object in a corrupted pool).

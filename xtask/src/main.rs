@@ -550,7 +550,7 @@ fn publishing_checks(run: &mut steps::Run, msrv: &str, nightly: bool) {
                 "-c",
                 &format!(
                     "out=$(cargo package --list --allow-dirty -p {pkg}) || exit 1; echo \"$out\"; \
-                     echo \"$out\" | grep -vE '^(src/.*\\.rs|README\\.md|CHANGELOG\\.md|LICENSE-(MIT|APACHE)|Cargo\\.(toml|toml\\.orig|lock)|\\.cargo_vcs_info\\.json)$' \
+                     echo \"$out\" | grep -vE '^(src/.*\\.rs|build\\.rs|README\\.md|CHANGELOG\\.md|LICENSE-(MIT|APACHE)|Cargo\\.(toml|toml\\.orig|lock)|\\.cargo_vcs_info\\.json)$' \
                      && {{ echo 'unexpected files in the package (above)'; exit 1; }}; exit 0"
                 ),
             ],
