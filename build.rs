@@ -5,8 +5,9 @@
 //!   compare-and-swap, or the binary's choice on a target without it (feature
 //!   `critical-section`, or portable-atomic's `unsafe-assume-*` cfgs). Without it the
 //!   library is one `compile_error!` (src/lib.rs).
-//! * `rcuref_atomic64`: a 64-bit atomic exists: native, or a critical-section-guarded
-//!   `u64` with feature `critical-section` (src/sync.rs).
+//! * `rcuref_atomic64`: a 64-bit atomic exists, so `FileRef64` does: native, or a
+//!   critical-section-guarded `u64` with feature `critical-section` (src/sync.rs picks
+//!   which).
 //! * `rcuref_pad = "128"` / `"64"`: reader slots and the grace-period words sit on cache
 //!   lines of that size (src/pad.rs): on by default on 64-bit targets, and where the
 //!   binary asks with `--cfg rcuref_cache_padding`; never with `--cfg

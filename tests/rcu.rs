@@ -157,8 +157,8 @@ fn synchronize_waits_for_a_reader_on_another_thread() {
     );
 }
 
-/// Item 10: two readers on one thread: waiting through one while the other is inside a
-/// section would deadlock. Debug builds with feature `std` (the host tests) report it.
+/// Two readers on one thread: waiting through one while the other is inside a section
+/// would deadlock. Debug builds with feature `std` (the host tests) report it.
 #[cfg(debug_assertions)]
 #[test]
 fn waiting_inside_another_readers_section_is_an_error() {
@@ -808,4 +808,36 @@ fn more_per_cpu_readers_than_dedicated_slots_are_refused() {
     let rcu: rcuref::rcu::Rcu<4> = rcuref::rcu::Rcu::with_dedicated(2);
     // SAFETY: (test) the call must panic before any reader exists.
     let _ = unsafe { rcu.context_readers::<3>() };
+}
+
+/// A helper whose grace period has already ended needs no wait, so it goes ahead even
+/// from inside a section of the context it was given; one that would have to wait is
+/// refused (a fresh grace period would wait for the section itself).
+#[test]
+fn a_grace_period_already_over_needs_no_wait_inside_a_section() {
+    use rcuref::rcu::{ContextReader, DeferQueue, Rcu, RcuCell};
+    use rcuref::Error;
+    static RCU: Rcu<2> = Rcu::with_dedicated(1);
+    // SAFETY: (test) slot 0 is dedicated, and only this test's thread uses CTX.
+    static CTX: ContextReader<'static, 2> = unsafe { RCU.context_reader(0) };
+    let (mut x, mut y) = (1u32, 2u32);
+    let cell = RcuCell::new(&RCU, &mut x);
+    let retired = cell.replace(&mut y);
+    let mut q: DeferQueue<'_, u32, 2, 2> = DeferQueue::new(&RCU);
+    q.defer(7).unwrap();
+    CTX.synchronize(rcuref::rcu::spin).unwrap(); // both grace periods are over now
+    let guard = CTX.lock();
+    assert_eq!(*retired.reclaim(CTX, rcuref::rcu::spin).ok().unwrap(), 1);
+    assert_eq!(q.barrier(CTX, rcuref::rcu::spin, drop), Ok(1));
+    assert_eq!(
+        CTX.synchronize(rcuref::rcu::spin),
+        Err(Error::InReadSection)
+    );
+    q.defer(8).unwrap(); // deferred inside the section: its grace period waits for it
+    assert_eq!(
+        q.barrier(CTX, rcuref::rcu::spin, drop),
+        Err(Error::InReadSection)
+    );
+    drop(guard);
+    assert_eq!(q.barrier(CTX, rcuref::rcu::spin, drop), Ok(1));
 }

@@ -153,7 +153,7 @@
 pub(crate) mod zoned;
 
 use crate::sync::AtomicU32;
-#[cfg(any(target_has_atomic = "64", feature = "critical-section"))]
+#[cfg(rcuref_atomic64)]
 use crate::sync::AtomicU64;
 
 zoned_ref! {
@@ -164,7 +164,7 @@ zoned_ref! {
     FileRef32, AtomicU32, u32
 }
 
-#[cfg(any(target_has_atomic = "64", feature = "critical-section"))]
+#[cfg(rcuref_atomic64)]
 zoned_ref! {
     #[cfg_attr(docsrs, doc(cfg(any(target_has_atomic = "64", feature = "critical-section"))))]
     /// A zoned reference count in 64 bits (see the [module docs](self) for the zones).

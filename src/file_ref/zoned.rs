@@ -85,7 +85,7 @@ macro_rules! word {
 }
 
 word!(u32, i32, crate::sync::AtomicU32);
-#[cfg(any(target_has_atomic = "64", feature = "critical-section"))]
+#[cfg(rcuref_atomic64)]
 word!(u64, i64, crate::sync::AtomicU64);
 
 /// The raw value that `refs` references are stored as, for either width (computed in

@@ -176,8 +176,10 @@ impl<'a, T, const N: usize> Retired<'a, T, N> {
     ///
     /// # Errors
     /// [`Refused`] with `self` back: without waiting, [`Error::OtherDomain`] if `ctx`
-    /// belongs to another domain than the cell's and [`Error::InReadSection`] if waiting
-    /// from there would deadlock; [`Error::GaveUp`] when `hook` gives up.
+    /// belongs to another domain than the cell's and [`Error::InReadSection`] if the
+    /// grace period has not ended and waiting from there would deadlock (it goes ahead
+    /// from inside a section when no wait is needed); [`Error::GaveUp`] when `hook`
+    /// gives up.
     pub fn reclaim(
         self,
         ctx: impl WaitContext<N>,

@@ -222,9 +222,11 @@ impl<'d, T, const M: usize, const N: usize> DeferQueue<'d, T, M, N> {
     ///
     /// # Errors
     /// Without releasing anything: [`Error::OtherDomain`] if `ctx` belongs to another
-    /// domain; [`Error::InReadSection`] if waiting from there would deadlock (see
-    /// [`Reader::synchronize`](super::Reader::synchronize)); [`Error::GaveUp`] when
-    /// `hook` gives up (what is done by then stays queued for the next `collect`).
+    /// domain; [`Error::InReadSection`] if the newest value's grace period has not ended
+    /// and waiting from there would deadlock (see
+    /// [`Reader::synchronize`](super::Reader::synchronize); with nothing to wait for it
+    /// goes ahead, even from inside a section); [`Error::GaveUp`] when `hook` gives up
+    /// (what is done by then stays queued for the next `collect`).
     pub fn barrier(
         &mut self,
         ctx: impl WaitContext<N>,

@@ -9,14 +9,17 @@
 //! read-modify-write at all:
 //!
 //! ```text
-//! slot = 0                    offline (not in a read section)
-//! slot = nesting << 1 | phase online since the outermost lock, which saw `phase`
+//! slot = 0                              free (no reader has claimed it)
+//! slot = CLAIMED                        claimed, offline (not in a read section)
+//! slot = CLAIMED | phase << 1 | n << 2  online, nesting n >= 1, since the outermost
+//!                                       lock, which saw `phase`
 //!
-//! lock (outermost):  slot = 1 << 1 | phase         (relaxed load of the phase word, Release store)
-//!                    fence(SeqCst)                  <- the one full fence on multi-core
-//! lock (nested):     slot += 2                      (Release store)
-//! unlock (nested):   slot -= 2                      (Release store)
-//! unlock (outer):    slot = 0                       (Release store)
+//! lock (outermost):  slot = CLAIMED | phase << 1 | 1 << 2   (relaxed load of the phase
+//!                    fence(SeqCst)                           word, Release store; the one
+//!                                                            full fence on multi-core)
+//! lock (nested):     slot += 1 << 2             (Release store; a ContextReader's fences too)
+//! unlock (nested):   slot -= 1 << 2             (Release store)
+//! unlock (outer):    slot = CLAIMED             (Release store)
 //! ```
 //!
 //! `gp` advances one step at a time and a grace period is four steps:

@@ -26,8 +26,13 @@ impl<const N: usize> Rcu<N> {
     ///   running): give each its own slot, or make the switch impossible inside a
     ///   section (a per-CPU reader used with preemption disabled, as the kernel does);
     /// * a handler that uses it leaves every section it entered before it returns (it
-    ///   holds no guard across its return; leaking one with `mem::forget` is allowed:
-    ///   that level is then lost, which is harmless).
+    ///   holds no guard across its return).
+    ///
+    /// Leaking a guard of a `ContextReader` (`mem::forget`) is safe but never ends: its
+    /// level stays on the slot, the slot stays online, and every later grace period of
+    /// the domain stalls (and every wait through this context is refused with
+    /// [`Error::InReadSection`]). A `Reader`'s drop ends a leaked section; a dedicated
+    /// slot has no owner whose drop could.
     ///
     /// Two contexts that could run at the same time on different cores, or a context
     /// that migrates between cores in the middle of a section, break the slot's
@@ -469,7 +474,8 @@ impl<const N: usize, const K: usize> core::fmt::Debug for PerCpu<'_, N, K> {
 ///
 /// The helper checks, in one place, that the context belongs to the domain it waits
 /// for (else [`Error::OtherDomain`]) and that it is not inside a read section of it
-/// (else [`Error::InReadSection`]: the wait would wait for itself). A `Reader` is passed
+/// (else [`Error::InReadSection`]: the wait would wait for itself; a helper whose grace
+/// period has already ended needs no wait and goes ahead). A `Reader` is passed
 /// as `&mut`, so no guard of it can be alive (checked at compile time); a
 /// `ContextReader` is `Copy`, and its open section is found at run time.
 pub trait WaitContext<const N: usize>: sealed::Sealed<N> {}
@@ -510,14 +516,23 @@ pub(crate) fn may_wait<const N: usize>(
     sealed::Sealed::at(ctx).may_wait(domain)
 }
 
-/// Waits through `ctx` until `cookie` is done, asking `hook` between attempts; the
-/// context is checked first ([`may_wait`]).
+/// Waits through `ctx` until `cookie` is done, asking `hook` between attempts. A cookie
+/// of another domain is refused; one that is done after a poll needs no wait and is
+/// answered at once, even from inside a section; otherwise the context is checked
+/// ([`may_wait`]) before the first wait.
 pub(crate) fn wait_through<const N: usize>(
     ctx: &impl WaitContext<N>,
     cookie: super::GpCookie<'_, N>,
     hook: impl FnMut(&Waiting<'_, '_, N>) -> ControlFlow<()>,
 ) -> Result<(), Error> {
-    may_wait(ctx, cookie.rcu)?;
+    let at = sealed::Sealed::at(ctx);
+    if !core::ptr::eq(cookie.rcu, at.rcu) {
+        return Err(Error::OtherDomain);
+    }
+    if cookie.poll() {
+        return Ok(()); // nothing to wait for: no deadlock possible
+    }
+    at.may_wait(cookie.rcu)?;
     super::wait::until_done(cookie, hook)
 }
 

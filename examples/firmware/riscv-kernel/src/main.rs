@@ -9,12 +9,12 @@
 //!   [`RcuValue::replace`] and a [`StallDetector`] on the CLINT's `mtime`: when a grace
 //!   period takes longer than 2 ms, it reports which slots hold it up.
 //! * **Hart 1**, now and then, stays in a section for 5 ms: the stall reports must name
-//!   its slot (slot 1), and nothing else but, rarely, slot 0: hart 0's timer trap may
-//!   nest a short section on it while the writer waits, which holds the grace period up
-//!   for 2 ms only if the host stops that vCPU inside it (counted as "descheduled"). A
-//!   report may name nobody: its list is a fresh snapshot, and the reader can leave
-//!   between the failed attempt and the look (counted as "cleared"; at least three
-//!   reports must name slot 1).
+//!   its slot (slot 1), and nothing else. Not slot 0 either, though the writer waits
+//!   through it and hart 0's timer trap nests sections on it while the writer waits: a
+//!   trap handler runs to completion before the writer's hook runs again. A report may
+//!   name nobody: its list is a fresh snapshot, and the reader can leave between the
+//!   failed attempt and the look (counted as "cleared"; at least three reports must name
+//!   slot 1).
 //! * The critical section (defmt's logger needs one) is rcuref's two-hart
 //!   [`harts::Harts`](rcuref::harts::Harts), registered here by the binary.
 //!
@@ -151,8 +151,6 @@ static STALLS: AtomicU32 = AtomicU32::new(0);
 static WRONG_HOLDOUT: AtomicU32 = AtomicU32::new(0);
 /// Reports naming slot 1, the long holder.
 static NAMED_LONG: AtomicU32 = AtomicU32::new(0);
-/// Reports naming slot 0 (hart 0's trap, its vCPU stopped by the host inside it).
-static DESCHEDULED: AtomicU32 = AtomicU32::new(0);
 /// Stall reports whose holdout had already left when the slots were looked at: the
 /// report's list is a fresh snapshot, taken after the attempt that failed, and the
 /// reader can finish in between (more often when the host deschedules hart 0's thread).
@@ -223,16 +221,10 @@ fn writer_hart() -> ! {
         let mut named = 0;
         for h in holdouts {
             named += 1;
-            match h.slot {
-                1 => {
-                    NAMED_LONG.fetch_add(1, Relaxed);
-                }
-                0 => {
-                    DESCHEDULED.fetch_add(1, Relaxed);
-                }
-                _ => {
-                    WRONG_HOLDOUT.fetch_add(1, Relaxed);
-                }
+            if h.slot == 1 {
+                NAMED_LONG.fetch_add(1, Relaxed);
+            } else {
+                WRONG_HOLDOUT.fetch_add(1, Relaxed);
             }
             defmt::info!(
                 "stall: waited {=u64} us; slot {=usize} holds the grace period up (nesting {=u32}, phase {=u32})",
@@ -279,7 +271,7 @@ fn writer_hart() -> ! {
     let v = VIOLATIONS.load(Relaxed);
     let wrong = WRONG_HOLDOUT.load(Relaxed);
     defmt::info!(
-        "{=u32} generations published; reads: hart 0 {=u32}, hart 1 {=u32}; trap reads: hart 0 {=u32}, hart 1 {=u32} ({=u32} nested in an interrupted section); {=u32} stalls reported ({=u32} naming slot 1, {=u32} slot 0 descheduled, {=u32} cleared before the slots were read), {=u32} naming the wrong slot; {=u32} violations",
+        "{=u32} generations published; reads: hart 0 {=u32}, hart 1 {=u32}; trap reads: hart 0 {=u32}, hart 1 {=u32} ({=u32} nested in an interrupted section); {=u32} stalls reported ({=u32} naming slot 1, {=u32} cleared before the slots were read), {=u32} naming the wrong slot; {=u32} violations",
         published,
         READS[0].load(Relaxed),
         READS[1].load(Relaxed),
@@ -288,7 +280,6 @@ fn writer_hart() -> ! {
         NESTED_TRAPS.load(Relaxed),
         STALLS.load(Relaxed),
         NAMED_LONG.load(Relaxed),
-        DESCHEDULED.load(Relaxed),
         CLEARED.load(Relaxed),
         wrong,
         v
