@@ -157,7 +157,7 @@
 //! interrupt handler runs on the same core, after everything the code it interrupted
 //! has executed. A grace period with no reader in the way: four compare-exchanges, two
 //! scans of the `N` slots, and the registration of each polling call (two
-//! read-modify-writes of a counter that readers never touch). See DEVELOPMENT.md for
+//! read-modify-writes of a counter that readers never touch). See docs/testing.md for
 //! the measured instruction sequences.
 //!
 //! # Writers, interrupts and waiting

@@ -194,7 +194,8 @@ impl<'d, const N: usize> Waiting<'_, 'd, N> {
 /// up to `MAX_BACKOFF`. Each attempt scans every reader slot, and a scan takes each
 /// reader's cache line away from its core (the reader's next store must fetch it back),
 /// so a waiting writer that scanned back to back would slow the very sections it waits
-/// for. Measured in DEVELOPMENT.md ("Read side under a busy writer").
+/// for (docs/design.md, "blocking waits back off"; docs/bench/REPORT.md, "under a
+/// writer").
 #[inline]
 fn backoff(attempts: u32) {
     #[cfg(not(loom))]

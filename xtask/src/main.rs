@@ -458,7 +458,7 @@ fn test(args: &[String]) -> Result<(), String> {
         // RCU suite, the all-core torture and its busted-grace-period control, and the
         // check that every wait fences every other core, with its skipped-heavy-fence
         // control. (What a skipped fence does to readers is shown by the host's
-        // store-buffering torture only: DEVELOPMENT.md.) On AArch64 without the timer
+        // store-buffering torture only: docs/testing.md.) On AArch64 without the timer
         // tortures: there every wait interrupts three other vCPUs, which on a two-core
         // host takes minutes for them; the nesting they test is the same code in both
         // modes and runs in the steps above.

@@ -450,7 +450,7 @@ mod tests {
     /// before the scan that decides it. (What a skipped fence does to readers is shown by the host's
     /// store-buffering torture, `tests/asymmetric.rs`; under QEMU's TCG the writer's path
     /// from unpublish to scan outlasts the reader's store-buffer drain, so a torture here
-    /// does not reach it: DEVELOPMENT.md.)
+    /// does not reach it: docs/testing.md.)
     #[cfg(all(
         rcuref_asymmetric_fence,
         any(
