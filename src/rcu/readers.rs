@@ -48,7 +48,7 @@ impl<const N: usize> Rcu<N> {
         );
         // INVARIANT: the caller promised the contract above.
         ContextReader {
-            at: At { rcu: self, slot },
+            at: At::new(self, slot),
         }
     }
 
@@ -68,13 +68,13 @@ impl<const N: usize> Rcu<N> {
             "more per-CPU readers than dedicated slots (Rcu::with_dedicated)"
         );
         let mut out = [ContextReader {
-            at: At { rcu: self, slot: 0 },
+            at: At::new(self, 0),
         }; K];
         let mut i = 0;
         while i < K {
             // INVARIANT: i < K <= dedicated; the caller promised the contract.
             out[i] = ContextReader {
-                at: At { rcu: self, slot: i },
+                at: At::new(self, i),
             };
             i += 1;
         }
@@ -115,7 +115,7 @@ impl<const N: usize> Rcu<N> {
                 // INVARIANT: i < N (an index of `slots`); our exchange claimed slot i, so
                 // we are its only writer from now on; it is offline (CLAIMED).
                 return Ok(Reader {
-                    at: At { rcu: self, slot: i },
+                    at: At::new(self, i),
                     _not_send: PhantomData,
                 });
             }
@@ -361,16 +361,28 @@ pub struct At<'d, const N: usize> {
     // INVARIANT: `slot < N`, and whoever holds this `At` is, by its owner's invariant,
     // the only writer of that slot (a `Reader` claimed it; a `ContextReader`'s creator
     // promised it).
+    // `word` is `&rcu.slots[slot]`, kept so that the read side reaches its slot in one
+    // load (no index arithmetic in lock and unlock).
     pub(super) rcu: &'d Rcu<N>,
     pub(super) slot: usize,
+    word: &'d AtomicU32,
 }
 
 impl<'d, const N: usize> At<'d, N> {
-    /// The slot word, without a bounds check on the read-side fast path.
+    /// Slot `slot` of `rcu` (panics if it is not one: callers pass an index below `N`).
+    #[inline]
+    const fn new(rcu: &'d Rcu<N>, slot: usize) -> Self {
+        At {
+            rcu,
+            slot,
+            word: &rcu.slots[slot].0,
+        }
+    }
+
+    /// The slot word.
     #[inline(always)]
     fn word(&self) -> &'d AtomicU32 {
-        // SAFETY: by the type invariant `self.slot < N`, the length of `slots`.
-        unsafe { &self.rcu.slots.get_unchecked(self.slot).0 }
+        self.word
     }
 
     /// Enters a read section or nests in the current one. `in_context`: a
