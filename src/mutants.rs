@@ -120,6 +120,13 @@ mutants! {
     /// RCU, asymmetric mode: grace periods skip the heavy fence, so readers (which have
     /// only a compiler fence) may announce themselves too late.
     SkipHeavyFence,
+    /// RCU, asymmetric mode, **not a bug**: every scan issues a heavy fence of its own
+    /// (the old design), none shared through `fenced`. Only slower: the fence-count test
+    /// must see it.
+    HeavyFenceEveryScan,
+    /// RCU, asymmetric mode: the wait is marked fenced before the heavy fence runs, so a
+    /// second driver at that wait scans while the first one's fence is still under way.
+    FencedBeforeHeavyFence,
     /// RCU, **not a bug**: wait steps never update the phase word, so every reader
     /// records the phase the domain started with. The models must still pass: safety
     /// does not depend on the phase readers record, only how soon waits finish (the

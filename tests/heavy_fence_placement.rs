@@ -4,20 +4,28 @@
 //! --test heavy_fence_placement -- --test-threads=1`.
 //!
 //! The correctness argument (`src/rcu/heavy.rs`, module docs) needs, before every
-//! scan of a wait, a heavy fence begun after the counter reached that wait, by the
-//! context that scans. One driver cannot tell that from a fence issued by whoever
-//! flipped the counter to the wait: a second driver can scan a wait it did not flip.
-//! Here one driver is held inside its heavy fence while another drives grace periods,
-//! or held after a scan while another moves the counter onto a new wait, and every scan
-//! checks that its own context began a heavy fence once the counter had reached that
-//! wait. (The store-buffering
-//! torture in `tests/asymmetric.rs` shows what a missing fence does to readers.)
+//! scan of a wait, a heavy fence begun after the counter reached that wait and returned
+//! before the scan: its own context's, or another driver's that it learnt of through
+//! the domain's `fenced` word ("One fence per wait"). One driver cannot tell that from a
+//! fence issued by whoever flipped the counter to the wait: a second driver can scan a
+//! wait it did not flip. Here one driver is held inside its heavy fence while another
+//! drives grace periods, or held after a scan while another moves the counter onto a
+//! new wait, and every scan checks that some heavy fence begun once the counter had
+//! reached that wait has returned. Marking the wait fenced before the fence runs
+//! (`Mutant::FencedBeforeHeavyFence`) fails it, and so does skipping the fence.
+//!
+//! The fence count: one heavy fence per wait, so two per grace period, however often a
+//! blocking wait rescans and however many drivers poll (`HeavyFenceEveryScan`, the old
+//! design, fails that test).
+//! (The store-buffering torture in `tests/asymmetric.rs` shows what a missing fence
+//! does to readers.)
 #![cfg(all(rcuref_asymmetric_fence, rcuref_mutants))]
 
 use rcuref::mutants::{select, set_pause_hook, Mutant, Point};
 use rcuref::rcu::Rcu;
 use std::cell::Cell;
 use std::sync::atomic::{fence, AtomicBool, AtomicU32, Ordering::SeqCst};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 static RCU: Rcu<4> = Rcu::new();
@@ -29,9 +37,12 @@ enum Hold {
     AfterItsFirstScan,
 }
 
+/// The counter at the start of every heavy fence that has returned (any thread's).
+static RETURNED: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+/// Heavy fences begun.
+static FENCES: AtomicU32 = AtomicU32::new(0);
+
 std::thread_local! {
-    /// The counter when this thread's latest heavy fence began; taken by its next scan.
-    static FENCED_AT: Cell<Option<u32>> = const { Cell::new(None) };
     /// Where this thread is to be held (once).
     static HOLD: Cell<Option<Hold>> = const { Cell::new(None) };
 }
@@ -60,9 +71,10 @@ struct Recording;
 unsafe impl rcuref::rcu::heavy::HeavyFence for Recording {
     fn heavy_fence() {
         fence(SeqCst);
+        FENCES.fetch_add(1, SeqCst);
         let g = RCU.gp_counter();
         hold_if(Hold::InItsFirstFence);
-        FENCED_AT.with(|f| f.set(Some(g)));
+        RETURNED.lock().unwrap().push(g);
     }
 }
 
@@ -71,12 +83,14 @@ rcuref::set_heavy_fence!(Recording);
 fn hook(p: Point) {
     match p {
         Point::GpBeforeScan(wait) => {
-            // The fence began once the counter had reached the wait (so after the flip
-            // to it): the counter never goes back, and a wrapping distance below 2^31
-            // is "at or after" on the full-width counter used here.
-            let fenced = FENCED_AT
-                .with(Cell::take)
-                .is_some_and(|at| at.wrapping_sub(wait) < 1 << 31);
+            // Some fence began once the counter had reached the wait (so after the flip
+            // to it) and has returned: the counter never goes back, and a wrapping
+            // distance below 2^31 is "at or after" on the full-width counter used here.
+            let fenced = RETURNED
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|&at| at.wrapping_sub(wait) < 1 << 31);
             if !fenced {
                 UNFENCED.fetch_add(1, SeqCst);
             }
@@ -137,6 +151,7 @@ fn finish(cookie: rcuref::rcu::GpCookie<'_, 4>) {
 ///    which A must fence for itself before scanning.
 fn two_drivers() -> (u32, [bool; 2]) {
     UNFENCED.store(0, SeqCst);
+    RETURNED.lock().unwrap().clear();
     set_pause_hook(Some(hook));
 
     let (a, held_in_fence) = start_held(Hold::InItsFirstFence);
@@ -161,7 +176,7 @@ fn two_drivers() -> (u32, [bool; 2]) {
 }
 
 #[test]
-fn every_scan_follows_a_heavy_fence_of_its_own_at_that_wait() {
+fn every_scan_follows_a_returned_heavy_fence_begun_at_its_wait() {
     let _restore = Restore;
     let (unfenced, held) = two_drivers();
     assert_eq!(held, [true, true], "driver A was not held: one driver only");
@@ -176,4 +191,65 @@ fn negative_control_a_skipped_heavy_fence_is_caught() {
     let (unfenced, _) = two_drivers();
     select(Mutant::None);
     assert!(unfenced > 0, "a skipped heavy fence went unnoticed");
+}
+
+/// The wait is marked fenced before its fence has run: driver B, at the wait A is held
+/// fencing, scans on A's unfinished fence.
+#[test]
+fn negative_control_a_wait_marked_fenced_too_early_is_caught() {
+    let _restore = Restore;
+    select(Mutant::FencedBeforeHeavyFence);
+    let (unfenced, held) = two_drivers();
+    select(Mutant::None);
+    assert!(held[0], "driver A was not held in its fence");
+    assert!(unfenced > 0, "a scan on an unfinished fence went unnoticed");
+}
+
+/// Heavy fences for `grace_periods` grace periods, each held up by a reader for
+/// `rescans` polls of each of two drivers (this thread and one more) before it leaves.
+fn fences_per_grace_period(grace_periods: u32, rescans: u32) -> f64 {
+    let reader = RCU.register().unwrap();
+    let before = FENCES.load(SeqCst);
+    for _ in 0..grace_periods {
+        let guard = reader.lock();
+        let cookie = RCU.start_poll();
+        std::thread::scope(|s| {
+            let other = s.spawn(|| {
+                for _ in 0..rescans {
+                    assert!(!cookie.poll(), "a grace period ended under a reader");
+                }
+            });
+            for _ in 0..rescans {
+                assert!(!cookie.poll(), "a grace period ended under a reader");
+            }
+            other.join().unwrap();
+        });
+        drop(guard);
+        finish(cookie);
+    }
+    f64::from(FENCES.load(SeqCst) - before) / f64::from(grace_periods)
+}
+
+/// One heavy fence per wait: two per grace period, with two drivers polling a wait a
+/// reader holds 50 times each.
+#[test]
+fn one_heavy_fence_serves_every_scan_of_a_wait() {
+    let _restore = Restore;
+    let per_gp = fences_per_grace_period(20, 50);
+    // Two drivers can both find a wait unfenced and fence it (neither waits for the
+    // other's fence): at most one extra per wait, never one per scan.
+    assert!(
+        (2.0..=4.0).contains(&per_gp),
+        "{per_gp} heavy fences per grace period (one per wait expected)"
+    );
+}
+
+/// The control: a heavy fence at every scan (the old design) is seen.
+#[test]
+fn negative_control_a_fence_per_scan_is_counted() {
+    let _restore = Restore;
+    select(Mutant::HeavyFenceEveryScan);
+    let per_gp = fences_per_grace_period(5, 50);
+    select(Mutant::None);
+    assert!(per_gp > 50.0, "only {per_gp} heavy fences per grace period");
 }

@@ -116,9 +116,10 @@ impl<const N: usize> Rcu<N> {
                 // pairing in the module docs).
                 ops::wait_fence();
                 // Asymmetric mode: readers have only a compiler fence; make their cores
-                // execute the barrier now (`heavy`'s module docs). A heavy fence that
-                // panics leaves this call through `reg`'s drop, which leaves its half.
-                super::heavy::in_wait_step();
+                // execute the barrier now, unless a driver's fence for this wait has
+                // already returned (`heavy`'s module docs). A heavy fence that panics
+                // leaves this call through `reg`'s drop, which leaves its half.
+                super::heavy::in_wait_step(self, g);
                 pause_point!(GpBeforeScan(g));
                 let (online, old_online) = self.scan(g);
                 pause_point!(GpAfterScan);

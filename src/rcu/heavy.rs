@@ -34,6 +34,25 @@
 //! fence began). Unlocks and every slot store stay `Release` and scans `Acquire`, so
 //! the ordering of a finished section before reclamation is unchanged.
 //!
+//! # One fence per wait
+//!
+//! The argument above needs, before a scan of the wait at counter value `g`, a heavy
+//! fence that **began** once the counter had reached `g` (so after every unpublish that
+//! a cookie counting this wait covers) and has **returned**. Whose it is does not
+//! matter. A driver records `g` in the domain's `fenced` word (`Release`) after its
+//! heavy fence for `g` returns; a driver that reads `fenced == g` (`Acquire`) scans
+//! without a fence of its own: each reader's forced barrier happens before that return,
+//! the return before the store, the store before this scan. So a grace period costs two
+//! heavy fences (one per wait) however many drivers take part and however often a
+//! blocking wait rescans while a reader holds it, as liburcu's `synchronize_rcu` issues
+//! two. A driver that finds the word not yet at `g` (another's fence for `g` still
+//! running) issues its own rather than wait for it: `poll` never blocks.
+//!
+//! The word cannot mislead across laps: a driver stores `g` only while registered in
+//! `g`'s half of the counter's range, and the lap guard keeps the counter out of that
+//! half while the registration lasts, so by the time the counter comes back to `g` a
+//! lap later every wait in between has stored its own value.
+//!
 //! # How it is checked
 //!
 //! loom cannot model a barrier that one thread forces on another, so the loom models
@@ -62,7 +81,7 @@
 //! to scanning outlasts the reader's store-buffer drain.
 //!
 //! Cost: a read section loses its only barrier (x86: no locked instruction at all);
-//! every wait step pays the heavy fence (two per grace period; `membarrier` takes
+//! every wait pays one heavy fence (two per grace period; `membarrier` takes
 //! microseconds). Worth it where reads vastly outnumber grace periods.
 
 /// A heavy fence: see the module docs for the contract.
@@ -113,12 +132,31 @@ pub(crate) fn heavy_fence() {
     unsafe { _rcuref_heavy_fence_v1() }
 }
 
-/// The heavy fence of a wait step, between its full fence and its scan: the binary's
-/// heavy fence in the asymmetric-fence mode, nothing otherwise.
+/// The heavy fence of wait step `g` of `rcu`, between the step's full fence and its
+/// scan (asymmetric-fence mode; nothing otherwise): one per wait, whoever drives it.
+///
+/// A driver whose `Acquire` load finds `fenced == g` skips it: another driver's (or its
+/// own earlier) heavy fence began once the counter had reached this wait and has
+/// returned, and its `Release` store makes that return happen before this scan, so
+/// every reader's barrier it forced happens before the scan too (module docs, "One
+/// fence per wait"). A scan repeated while a reader holds the wait, or a second driver
+/// at the same wait, costs no further heavy fence.
 #[inline(always)]
-pub(crate) fn in_wait_step() {
+#[allow(unused_variables)]
+pub(crate) fn in_wait_step<const N: usize>(rcu: &super::Rcu<N>, g: u32) {
     #[cfg(all(rcuref_asymmetric_fence, not(loom)))]
-    heavy_fence();
+    {
+        use crate::sync::Ordering::{Acquire, Release};
+        let fenced = &rcu.fenced.0;
+        if fenced.load(Acquire) == g && !mutant!(HeavyFenceEveryScan) {
+            return;
+        }
+        if mutant!(FencedBeforeHeavyFence) {
+            fenced.store(g, Release); // announced before the fence has run
+        }
+        heavy_fence();
+        fenced.store(g, Release);
+    }
 }
 
 /// Linux's `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`: an IPI to every CPU running a
