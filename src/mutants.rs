@@ -124,6 +124,10 @@ mutants! {
     /// (the old design), none shared through `fenced`. Only slower: the fence-count test
     /// must see it.
     HeavyFenceEveryScan,
+    /// RCU, asymmetric mode, **not a bug**: a blocking wait that finds another driver's
+    /// heavy fence for its wait under way issues one of its own instead of waiting for
+    /// it. Only slower: the fence-count test with two blocking waiters must see it.
+    ImpatientWaiters,
     /// RCU, asymmetric mode: the wait is marked fenced before the heavy fence runs, so a
     /// second driver at that wait scans while the first one's fence is still under way.
     FencedBeforeHeavyFence,

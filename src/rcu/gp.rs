@@ -93,7 +93,11 @@ impl<const N: usize> Rcu<N> {
     /// attempts. Any number of contexts may run this at once: each step is a
     /// compare-exchange from the value the step was decided on, so a context stopped
     /// anywhere in here holds nobody up and can never complete a step on stale facts.
-    pub(crate) fn advance(&self, target: u32) {
+    ///
+    /// `patient`: the caller is a blocking wait that will come back, so at a wait whose
+    /// heavy fence another driver is issuing it ends this call instead of issuing one
+    /// more (asymmetric-fence mode only; `heavy::in_wait_step`).
+    pub(crate) fn advance(&self, target: u32, patient: bool) {
         if variants::old_writer_lock_busy() {
             return;
         }
@@ -119,7 +123,9 @@ impl<const N: usize> Rcu<N> {
                 // execute the barrier now, unless a driver's fence for this wait has
                 // already returned (`heavy`'s module docs). A heavy fence that panics
                 // leaves this call through `reg`'s drop, which leaves its half.
-                super::heavy::in_wait_step(self, g);
+                if !super::heavy::in_wait_step(self, g, patient) {
+                    break; // another driver's heavy fence for this wait is under way
+                }
                 pause_point!(GpBeforeScan(g));
                 let (online, old_online) = self.scan(g);
                 pause_point!(GpAfterScan);
@@ -303,10 +309,15 @@ impl<'d, const N: usize> GpCookie<'d, N> {
     /// grace-period machine as far as the readers allow (a bounded number of steps) and
     /// answers again. Any number of contexts may poll at once.
     pub fn poll(&self) -> bool {
+        self.poll_as(false)
+    }
+
+    /// `poll`, for a blocking wait when `patient` (see `Rcu::advance`).
+    pub(crate) fn poll_as(&self, patient: bool) -> bool {
         if self.is_done() {
             return true;
         }
-        self.rcu.advance(self.target);
+        self.rcu.advance(self.target, patient);
         self.is_done()
     }
 

@@ -45,8 +45,13 @@
 //! the return before the store, the store before this scan. So a grace period costs two
 //! heavy fences (one per wait) however many drivers take part and however often a
 //! blocking wait rescans while a reader holds it, as liburcu's `synchronize_rcu` issues
-//! two. A driver that finds the word not yet at `g` (another's fence for `g` still
-//! running) issues its own rather than wait for it: `poll` never blocks.
+//! two. A driver that finds the word not yet at `g` while another's fence for `g` is
+//! under way (the `begun` hint) issues its own if it is `poll` (which never blocks);
+//! a blocking wait instead ends that attempt without scanning and comes back after its
+//! back-off, for up to `PATIENCE` attempts, after which it fences for itself (so a
+//! driver stopped inside its fence delays the others by a bounded time, never for
+//! ever). Two concurrent `synchronize` calls then cost two heavy fences per grace
+//! period, not four (`docs/bench/REPORT.md`, grace-period throughput).
 //!
 //! The word cannot mislead across laps: a driver stores `g` only while registered in
 //! `g`'s half of the counter's range, and the lap guard keeps the counter out of that
@@ -132,31 +137,58 @@ pub(crate) fn heavy_fence() {
     unsafe { _rcuref_heavy_fence_v1() }
 }
 
+/// A domain's record of heavy fences (asymmetric-fence builds; the `Rcu` invariants say
+/// what each word holds).
+#[cfg(all(rcuref_asymmetric_fence, not(loom)))]
+pub(crate) struct FenceMarks {
+    begun: crate::sync::AtomicU32,
+    returned: crate::sync::AtomicU32,
+}
+
+#[cfg(all(rcuref_asymmetric_fence, not(loom)))]
+impl FenceMarks {
+    /// No fence yet: both words at the counter's (even) start, which is no wait.
+    pub(crate) const fn new(g: u32) -> Self {
+        FenceMarks {
+            begun: crate::sync::AtomicU32::new(g),
+            returned: crate::sync::AtomicU32::new(g),
+        }
+    }
+}
+
 /// The heavy fence of wait step `g` of `rcu`, between the step's full fence and its
 /// scan (asymmetric-fence mode; nothing otherwise): one per wait, whoever drives it.
+/// Returns whether the caller may scan now; `false` only for a `patient` caller (a
+/// blocking wait) that found another driver's fence for this wait under way, and
+/// should come back once it has returned rather than issue one more.
 ///
-/// A driver whose `Acquire` load finds `fenced == g` skips it: another driver's (or its
-/// own earlier) heavy fence began once the counter had reached this wait and has
-/// returned, and its `Release` store makes that return happen before this scan, so
-/// every reader's barrier it forced happens before the scan too (module docs, "One
-/// fence per wait"). A scan repeated while a reader holds the wait, or a second driver
-/// at the same wait, costs no further heavy fence.
+/// A driver whose `Acquire` load finds `returned == g` skips the fence: another
+/// driver's (or its own earlier) heavy fence began once the counter had reached this
+/// wait and has returned, and its `Release` store makes that return happen before this
+/// scan, so every reader's barrier it forced happens before the scan too (module docs,
+/// "One fence per wait"). A scan repeated while a reader holds the wait, or a second
+/// driver at the same wait, costs no further heavy fence.
 #[inline(always)]
 #[allow(unused_variables)]
-pub(crate) fn in_wait_step<const N: usize>(rcu: &super::Rcu<N>, g: u32) {
+pub(crate) fn in_wait_step<const N: usize>(rcu: &super::Rcu<N>, g: u32, patient: bool) -> bool {
     #[cfg(all(rcuref_asymmetric_fence, not(loom)))]
     {
-        use crate::sync::Ordering::{Acquire, Release};
-        let fenced = &rcu.fenced.0;
-        if fenced.load(Acquire) == g && !mutant!(HeavyFenceEveryScan) {
-            return;
+        use crate::sync::Ordering::{Acquire, Relaxed, Release};
+        let marks = &rcu.fences.0;
+        if marks.returned.load(Acquire) == g && !mutant!(HeavyFenceEveryScan) {
+            return true;
         }
+        if patient && marks.begun.load(Relaxed) == g && !mutant!(ImpatientWaiters) {
+            return false; // another driver is fencing this wait: no scan, no step
+        }
+        marks.begun.store(g, Relaxed);
         if mutant!(FencedBeforeHeavyFence) {
-            fenced.store(g, Release); // announced before the fence has run
+            marks.returned.store(g, Release); // announced before the fence has run
         }
         heavy_fence();
-        fenced.store(g, Release);
+        marks.returned.store(g, Release);
     }
+    true
 }
 
 /// Linux's `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`: an IPI to every CPU running a

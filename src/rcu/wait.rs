@@ -150,7 +150,7 @@ pub(crate) fn until_done<const N: usize>(
     mut hook: impl FnMut(&Waiting<'_, '_, N>) -> ControlFlow<()>,
 ) -> Result<(), Error> {
     let mut attempts = 0u32;
-    while !cookie.poll() {
+    while !cookie.poll_as(attempts < PATIENCE) {
         attempts = attempts.saturating_add(1);
         let w = Waiting {
             cookie: &cookie,
@@ -210,6 +210,10 @@ fn backoff(attempts: u32) {
 /// nanoseconds to a few microseconds, depending on the core).
 #[cfg(not(loom))]
 const MAX_BACKOFF: u32 = 64;
+/// Attempts for which a blocking wait leaves a wait's heavy fence to the driver already
+/// issuing it (asymmetric-fence mode, `heavy::in_wait_step`); after that it fences for
+/// itself, so a driver stopped inside its fence holds the others up only this long.
+const PATIENCE: u32 = 1024;
 /// `2^BACKOFF_SHIFT >= MAX_BACKOFF`: where the doubling stops.
 #[cfg(not(loom))]
 const BACKOFF_SHIFT: u32 = 6;
