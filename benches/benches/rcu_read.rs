@@ -15,7 +15,7 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use rcuref::rcu::Rcu;
-use rcuref_bench::thread_counts;
+use rcuref_bench::{thread_counts, WriterWindow, READERS_RUNNING};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
@@ -56,11 +56,14 @@ fn on_threads<S, I: Fn() -> S + Sync, B: Fn(&S) + Sync>(
                 s.spawn(|| {
                     let state = init();
                     start.wait();
+                    READERS_RUNNING.fetch_add(1, Ordering::SeqCst);
                     let t0 = Instant::now();
                     for _ in 0..iters {
                         body(&state);
                     }
-                    t0.elapsed()
+                    let t = t0.elapsed();
+                    READERS_RUNNING.fetch_sub(1, Ordering::SeqCst);
+                    t
                 })
             })
             .collect();
@@ -71,24 +74,33 @@ fn on_threads<S, I: Fn() -> S + Sync, B: Fn(&S) + Sync>(
 
 /// Runs `write` in a loop on another thread while `f` runs, and appends the writer's
 /// rate to `target/rcuref-bench/writer_rates.tsv` (`label`, threads, operations per
-/// second) for the report: a reader cost means little without the writer's pace.
-fn with_writer<W: FnMut() + Send>(label: &str, threads: usize, mut write: W, f: impl FnOnce()) {
+/// second) for the report: a reader cost means little without the writer's pace. The
+/// rate counts only operations done while all `threads` readers were in their timed
+/// loops (`WriterWindow`): between criterion's samples no reader runs, and a writer's
+/// operations there (cheap, with nobody to wait for) would inflate it.
+///
+/// `make` runs on the writer's thread and returns the operation (so it can own what is
+/// not `Send`, such as a `Reader`, registered once).
+fn with_writer<W: FnMut()>(
+    label: &str,
+    threads: usize,
+    make: impl FnOnce() -> W + Send,
+    f: impl FnOnce(),
+) {
     let stop = AtomicBool::new(false);
-    let t0 = Instant::now();
-    let ops = std::thread::scope(|s| {
+    let rate = std::thread::scope(|s| {
         let w = s.spawn(|| {
-            let mut n = 0u64;
+            let mut write = make();
+            let mut window = WriterWindow::new(threads);
             while !stop.load(Ordering::Relaxed) {
-                write();
-                n += 1;
+                window.op(&mut write);
             }
-            n
+            window.rate()
         });
         f();
         stop.store(true, Ordering::Relaxed);
         w.join().unwrap()
     });
-    let rate = ops as f64 / t0.elapsed().as_secs_f64();
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/rcuref-bench");
     let _ = std::fs::create_dir_all(&dir);
     if let Ok(mut f) = std::fs::OpenOptions::new()
@@ -101,25 +113,23 @@ fn with_writer<W: FnMut() + Send>(label: &str, threads: usize, mut write: W, f: 
     }
 }
 
-fn cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
-}
+use rcuref_bench::cores;
 
 fn read_side(c: &mut Criterion) {
     let mut g = c.benchmark_group("read_side");
     let reader = RCU.register().unwrap();
     g.bench_function(ours("lock+unlock"), |b| {
         b.iter(|| {
-            let guard = reader.lock();
-            black_box(&guard);
+            let _guard = reader.lock();
+            rcuref_bench::in_section();
         })
     });
     drop(reader);
     if !ASYM {
         g.bench_function("crossbeam-epoch pin", |b| {
             b.iter(|| {
-                let guard = crossbeam_epoch::pin();
-                black_box(&guard);
+                let _guard = crossbeam_epoch::pin();
+                rcuref_bench::in_section();
             })
         });
         let l = std::sync::RwLock::new(0u64);
@@ -147,8 +157,8 @@ fn read_side_contended(c: &mut Criterion) {
                     iters,
                     || RCU.register().unwrap(),
                     |r| {
-                        let guard = r.lock();
-                        black_box(&guard);
+                        let _guard = r.lock();
+                        rcuref_bench::in_section();
                     },
                 )
             })
@@ -163,8 +173,8 @@ fn read_side_contended(c: &mut Criterion) {
                     iters,
                     || (),
                     |()| {
-                        let guard = crossbeam_epoch::pin();
-                        black_box(&guard);
+                        let _guard = crossbeam_epoch::pin();
+                        rcuref_bench::in_section();
                     },
                 )
             })
@@ -200,8 +210,10 @@ fn read_side_with_writer(c: &mut Criterion) {
             t,
             || {
                 let mut w = RCU.register().unwrap();
-                w.synchronize(rcuref::rcu::forever(std::hint::spin_loop))
-                    .unwrap();
+                move || {
+                    w.synchronize(rcuref::rcu::forever(std::hint::spin_loop))
+                        .unwrap();
+                }
             },
             || {
                 g.bench_function(BenchmarkId::new(ours("lock+unlock"), t), |b| {
@@ -211,8 +223,8 @@ fn read_side_with_writer(c: &mut Criterion) {
                             iters,
                             || RCU.register().unwrap(),
                             |r| {
-                                let guard = r.lock();
-                                black_box(&guard);
+                                let _guard = r.lock();
+                                rcuref_bench::in_section();
                             },
                         )
                     })
@@ -226,9 +238,11 @@ fn read_side_with_writer(c: &mut Criterion) {
             "crossbeam-epoch pin",
             t,
             || {
-                let guard = crossbeam_epoch::pin();
-                guard.defer(|| ());
-                guard.flush();
+                || {
+                    let guard = crossbeam_epoch::pin();
+                    guard.defer(|| ());
+                    guard.flush();
+                }
             },
             || {
                 g.bench_function(BenchmarkId::new("crossbeam-epoch pin", t), |b| {
@@ -238,8 +252,8 @@ fn read_side_with_writer(c: &mut Criterion) {
                             iters,
                             || (),
                             |()| {
-                                let guard = crossbeam_epoch::pin();
-                                black_box(&guard);
+                                let _guard = crossbeam_epoch::pin();
+                                rcuref_bench::in_section();
                             },
                         )
                     })
@@ -251,7 +265,7 @@ fn read_side_with_writer(c: &mut Criterion) {
         with_writer(
             "parking_lot RwLock read",
             t,
-            move || *lw.write() += 1,
+            move || move || *lw.write() += 1,
             || {
                 g.bench_function(BenchmarkId::new("parking_lot RwLock read", t), |b| {
                     b.iter_custom(|iters| {

@@ -3,11 +3,15 @@
  * T reader threads, each registered, each running rcu_read_lock + rcu_read_unlock in a
  * loop after a common start; the result is the median over threads and rounds of one
  * thread's time per section. With "writer", one more thread runs synchronize_rcu()
- * back to back meanwhile.
+ * back to back meanwhile, and counts a call only if every reader was inside its timed
+ * loop both before and after it (as the Rust side's WriterWindow does): calls made
+ * while threads start or finish, with an empty registry, cost nothing and would
+ * inflate the rate.
  *
  * Usage: memb_read <threads> <iterations> [idle|writer]
  * Prints one line: "memb_read threads=<T> mode=<m> ns_per_section=<x> writer_ops_per_s=<w>"
- * (the writer's synchronize_rcu calls per second over all rounds; 0 without a writer).
+ * (the writer's counted synchronize_rcu calls per second of their own time; 0 without
+ * a writer).
  *
  * Built by `cargo xtask bench` against Debian's liburcu-dev, with _LGPL_SOURCE so the
  * read side is inlined as applications that care about it build it.
@@ -16,6 +20,7 @@
 #define _GNU_SOURCE
 #include <urcu/urcu-memb.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +33,9 @@ static long iterations;
 static pthread_barrier_t start;
 static volatile int stop_writer;
 static unsigned long writer_ops;
+static double writer_busy_ns;
+static long readers_wanted;
+static atomic_long readers_running;
 static double per_op[MAX_THREADS];
 
 static double now_ns(void)
@@ -42,6 +50,7 @@ static void *reader(void *arg)
 	long id = (long)arg;
 	urcu_memb_register_thread();
 	pthread_barrier_wait(&start);
+	atomic_fetch_add(&readers_running, 1);
 	double t0 = now_ns();
 	for (long i = 0; i < iterations; i++) {
 		urcu_memb_read_lock();
@@ -49,6 +58,7 @@ static void *reader(void *arg)
 		urcu_memb_read_unlock();
 	}
 	per_op[id] = (now_ns() - t0) / (double)iterations;
+	atomic_fetch_sub(&readers_running, 1);
 	urcu_memb_unregister_thread();
 	return NULL;
 }
@@ -57,8 +67,14 @@ static void *writer(void *arg)
 {
 	(void)arg;
 	while (!stop_writer) {
+		int before = atomic_load(&readers_running) == readers_wanted;
+		double t0 = now_ns();
 		urcu_memb_synchronize_rcu();
-		writer_ops++;
+		double t = now_ns() - t0;
+		if (before && atomic_load(&readers_running) == readers_wanted) {
+			writer_ops++;
+			writer_busy_ns += t;
+		}
 	}
 	return NULL;
 }
@@ -82,9 +98,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "threads must be 1..%d, iterations at least 1\n", MAX_THREADS);
 		return 2;
 	}
+	readers_wanted = threads;
 	double all[ROUNDS * MAX_THREADS];
 	int n = 0;
-	double begin = now_ns();
 	for (int round = 0; round < ROUNDS; round++) {
 		pthread_t t[MAX_THREADS], w;
 		pthread_barrier_init(&start, NULL, (unsigned)threads);
@@ -102,10 +118,9 @@ int main(int argc, char **argv)
 		for (long i = 0; i < threads; i++)
 			all[n++] = per_op[i];
 	}
-	double secs = (now_ns() - begin) / 1e9;
 	qsort(all, n, sizeof all[0], cmp);
 	printf("memb_read threads=%ld mode=%s ns_per_section=%.3f writer_ops_per_s=%.0f\n",
 	       threads, with_writer ? "writer" : "idle", all[n / 2],
-	       with_writer ? writer_ops / secs : 0.0);
+	       with_writer && writer_busy_ns > 0 ? writer_ops / (writer_busy_ns / 1e9) : 0.0);
 	return 0;
 }

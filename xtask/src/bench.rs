@@ -253,7 +253,13 @@ fn thread_counts() -> Vec<usize> {
         })
         .unwrap_or_default();
     if v.is_empty() {
-        vec![1, 2]
+        // As the benches' own default: powers of two below the core count, then it.
+        let mut d: Vec<usize> = (0..usize::BITS)
+            .map(|i| 1usize << i)
+            .take_while(|&t| t < cores())
+            .collect();
+        d.push(cores());
+        d
     } else {
         v
     }
@@ -372,6 +378,100 @@ fn convoy_rows(root: &Path) -> Result<Vec<Convoy>, String> {
         .ok_or_else(|| "convoy.json: a row lacks a field".to_string())
 }
 
+/// One grace-period row (`benches/src/bin/gp.rs`, `benches/liburcu/memb_gp.c`).
+struct GpRow {
+    row: String,
+    threads: usize,
+    who: &'static str,
+    median: f64,
+    p99: f64,
+    unit: String,
+    /// `read-paced`: the writer's achieved grace periods per second.
+    writer: Option<f64>,
+}
+
+const GP_WHO: [&str; 3] = ["rcuref", "rcuref (asymmetric fences)", "liburcu memb"];
+
+/// Runs every grace-period row with each of the three binaries: rcuref's default
+/// build, its asymmetric-fence build, and liburcu's memb flavour.
+fn gp_rows(root: &Path) -> Result<Vec<GpRow>, String> {
+    let dir = root.join("target/rcuref-bench");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let memb = dir.join("memb_gp");
+    run(Command::new("cc")
+        .args(["-O2", "-o"])
+        .arg(&memb)
+        .arg(root.join("benches/liburcu/memb_gp.c"))
+        .args(["-lurcu-memb", "-lpthread"]))?;
+    run(Command::new("cargo").current_dir(root).args([
+        "build",
+        "-q",
+        "--release",
+        "-p",
+        "rcuref-bench",
+        "--bin",
+        "gp",
+    ]))?;
+    run(Command::new("cargo")
+        .current_dir(root)
+        .env("RUSTFLAGS", "--cfg rcuref_asymmetric_fence")
+        .env("CARGO_TARGET_DIR", root.join("target/bench-asym"))
+        .args([
+            "build",
+            "-q",
+            "--release",
+            "-p",
+            "rcuref-bench",
+            "--bin",
+            "gp",
+        ]))?;
+    let bins: [PathBuf; 3] = [
+        root.join("target/release/gp"),
+        root.join("target/bench-asym/release/gp"),
+        memb,
+    ];
+    // Never more runnable threads than cores (the idle reader sleeps).
+    let counts: Vec<usize> = thread_counts()
+        .into_iter()
+        .filter(|&t| t <= cores())
+        .collect();
+    let mut jobs: Vec<(&str, usize)> = vec![("latency", 1), ("latency-reader", 1)];
+    if cores() >= 2 {
+        jobs.push(("read-paced", 1)); // a reader and a writer
+    }
+    for &t in &counts {
+        jobs.push(("throughput", t));
+    }
+    for &t in &counts {
+        jobs.push(("defer", t));
+    }
+    let mut rows = Vec::new();
+    for (row, t) in jobs {
+        for (who, bin) in GP_WHO.iter().zip(&bins) {
+            let out = run(Command::new(bin).args([row, &t.to_string()]))?;
+            let field = |key: &str| -> Result<String, String> {
+                out.split_whitespace()
+                    .find_map(|w| w.strip_prefix(key))
+                    .map(str::to_string)
+                    .ok_or_else(|| format!("no {key} in `{row}` output: {out}"))
+            };
+            let num = |key: &str| -> Result<f64, String> {
+                field(key)?.parse().map_err(|e| format!("{key}: {e}"))
+            };
+            rows.push(GpRow {
+                row: row.to_string(),
+                threads: t,
+                who,
+                median: num("median=")?,
+                p99: num("p99=")?,
+                unit: field("unit=")?,
+                writer: num("writer=").ok(),
+            });
+        }
+    }
+    Ok(rows)
+}
+
 fn machine() -> String {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
@@ -453,6 +553,14 @@ pub fn bench(args: &[String]) -> Result<(), String> {
             (Vec::new(), Vec::new())
         }
     };
+    println!("bench: grace periods (latency, throughput, deferred frees) ...");
+    let gp = match gp_rows(&root) {
+        Ok(r) => r,
+        Err(e) => {
+            notes.push(format!("grace-period rows not measured: {e}"));
+            Vec::new()
+        }
+    };
     println!("bench: convoy ...");
     let convoy_text = run(Command::new("cargo").current_dir(&root).args([
         "bench",
@@ -492,6 +600,46 @@ pub fn bench(args: &[String]) -> Result<(), String> {
             label.to_string(),
             (ir.saturating_sub(empty)) as f64 / n as f64,
         ));
+    }
+    // The same loop in the asymmetric-fence build, and liburcu memb's (C, inlined).
+    let asym_ops = run(Command::new("cargo")
+        .current_dir(&root)
+        .env("RUSTFLAGS", "--cfg rcuref_asymmetric_fence")
+        .env("CARGO_TARGET_DIR", root.join("target/bench-asym"))
+        .args([
+            "build",
+            "-q",
+            "--release",
+            "-p",
+            "rcuref-bench",
+            "--bin",
+            "ops",
+        ]))
+    .and_then(|_| {
+        let bin = root.join("target/bench-asym/release/ops");
+        let e = callgrind(&bin, "empty", n)?;
+        Ok(callgrind(&bin, "rcu_read", n)?.saturating_sub(e))
+    });
+    match asym_ops {
+        Ok(ir) => instr.push((
+            "rcuref read lock+unlock (asymmetric fences)".into(),
+            ir as f64 / n as f64,
+        )),
+        Err(e) => notes.push(format!("asymmetric-fence instructions not counted: {e}")),
+    }
+    let memb_ops = root.join("target/rcuref-bench/memb_ops");
+    let memb_ir = run(Command::new("cc")
+        .args(["-O2", "-o"])
+        .arg(&memb_ops)
+        .arg(root.join("benches/liburcu/memb_ops.c"))
+        .args(["-lurcu-memb", "-lpthread"]))
+    .and_then(|_| {
+        let e = callgrind(&memb_ops, "empty", n)?;
+        Ok(callgrind(&memb_ops, "read", n)?.saturating_sub(e))
+    });
+    match memb_ir {
+        Ok(ir) => instr.push(("liburcu memb read_lock+unlock".into(), ir as f64 / n as f64)),
+        Err(e) => notes.push(format!("liburcu memb instructions not counted: {e}")),
     }
     println!("bench: code size per target ...");
     crate::install::targets(crate::TARGETS)?;
@@ -588,18 +736,19 @@ pub fn bench(args: &[String]) -> Result<(), String> {
             "Read section while a writer runs back to back: crossbeam pin / rcuref = {r:.2} (below 1: rcuref is slower); writer rates and the cost per grace period are in that section."
         ));
     }
+    let convoy_max = convoy.iter().map(|c| c.threads).max().unwrap_or(1);
     for w in ["busy", "paced"] {
         let get = |walk: &str| {
             convoy
                 .iter()
-                .find(|c| c.writer == w && c.threads == tmax && c.walk == walk)
-                .map(|c| c.lookups_per_s)
+                .find(|c| c.writer == w && c.threads == convoy_max && c.walk == walk)
         };
         if let (Some(rcu), Some(rw), Some(rf)) = (get("RCU-walk"), get("RwLock"), get("ref-walk")) {
             summary.push(format!(
-                "Convoy, {w} writer, {tmax} reader threads: RCU-walk does {:.2}x the lookups of RwLock and {:.2}x those of ref-walk.",
-                rcu / rw,
-                rcu / rf
+                "Convoy, {w} writer, {convoy_max} reader thread(s) + the writer: RCU-walk does {:.2}x the lookups of RwLock and {:.2}x those of ref-walk, while its writer makes {:.2}x the RwLock writer's changes.",
+                rcu.lookups_per_s / rw.lookups_per_s,
+                rcu.lookups_per_s / rf.lookups_per_s,
+                rcu.writer_ops_per_s / rw.writer_ops_per_s.max(1e-9)
             ));
         }
     }
@@ -617,6 +766,50 @@ pub fn bench(args: &[String]) -> Result<(), String> {
         };
         summary.push(format!(
             "Pool alloc+free: heapless box_pool takes {r:.2}x the time of rcuref's pool{ir}."
+        ));
+    }
+    let gp_get = |row: &str, t: usize, who: &str| {
+        gp.iter()
+            .find(|r| r.row == row && r.threads == t && r.who == who)
+            .map(|r| r.median)
+    };
+    if let (Some(d), Some(a), Some(m)) = (
+        gp_get("latency", 1, GP_WHO[0]),
+        gp_get("latency", 1, GP_WHO[1]),
+        gp_get("latency", 1, GP_WHO[2]),
+    ) {
+        summary.push(format!(
+            "Grace period with no reader in a section: rcuref {}, asymmetric {}, liburcu memb {}.",
+            fmt_ns(d),
+            fmt_ns(a),
+            fmt_ns(m)
+        ));
+    }
+    if let (Some(d), Some(a), Some(m)) = (
+        gp_get("throughput", tmax.min(cores()), GP_WHO[0]),
+        gp_get("throughput", tmax.min(cores()), GP_WHO[1]),
+        gp_get("throughput", tmax.min(cores()), GP_WHO[2]),
+    ) {
+        summary.push(format!(
+            "{} concurrent synchronizers: {:.0}/s rcuref, {:.0}/s asymmetric, {:.0}/s liburcu memb.",
+            tmax.min(cores()),
+            d,
+            a,
+            m
+        ));
+    }
+    if let (Some(d), Some(a), Some(m)) = (
+        gp_get("read-paced", 1, GP_WHO[0]),
+        gp_get("read-paced", 1, GP_WHO[1]),
+        gp_get("read-paced", 1, GP_WHO[2]),
+    ) {
+        summary.push(format!(
+            "Read section under a writer at 20,000 grace periods/s on every side: rcuref {} ({:.2}x liburcu memb's {}), asymmetric {} ({:.2}x).",
+            fmt_ns(d),
+            d / m,
+            fmt_ns(m),
+            fmt_ns(a),
+            a / m
         ));
     }
     let _ = writeln!(md, "## Summary\n");
@@ -743,6 +936,98 @@ pub fn bench(args: &[String]) -> Result<(), String> {
         let _ = writeln!(md, "\n![{g}]({file})\n");
     }
 
+    // ---- refscale: read sections by thread count, every mode side by side ----
+    let cols = [ours, asym, MEMB, cb, "parking_lot RwLock read"];
+    let _ = writeln!(
+        md,
+        "## refscale: ns per read section per thread, by thread count\n\n\
+         The `read_side_contended` rows again, one line per thread count (all threads on \
+         one domain at once). The same command on a bigger machine fills in more lines \
+         (`benches/refscale.sh`).\n\n| threads | {} |\n|---|{}",
+        cols.join(" | "),
+        "---|".repeat(cols.len())
+    );
+    for t in thread_counts() {
+        let cells: Vec<String> = cols
+            .iter()
+            .map(|f| {
+                median("read_side_contended", f, Some(t))
+                    .map(fmt_ns)
+                    .unwrap_or_else(|| "n/a".into())
+            })
+            .collect();
+        let _ = writeln!(md, "| {t} | {} |", cells.join(" | "));
+    }
+    let _ = writeln!(md);
+
+    // ---- grace periods ----
+    if !gp.is_empty() {
+        let _ = writeln!(
+            md,
+            "## grace periods: latency, throughput, deferred frees\n\n\
+             `benches/src/bin/gp.rs` (rcuref, both builds) and `benches/liburcu/memb_gp.c` \
+             (liburcu memb), same protocol: **latency**, one `synchronize` with a registered \
+             reader thread idle (median and p99 over batches of 64); **latency-reader**, from \
+             a reader's unlock (after 20 µs in its section) to the return of the \
+             `synchronize` begun when it entered; **read-paced**, one reader's time per \
+             section while a writer calls `synchronize` at 20,000 per second on every side \
+             (the same writer load; a busy writer's pace differs 30x between them); \
+             **throughput**, threads calling \
+             `synchronize` back to back (calls/s, all threads); **defer**, threads retiring \
+             heap values (rcuref: a 64-place `DeferQueue` each, `defer_or_wait`; liburcu: \
+             `call_rcu`, unbounded, its worker thread freeing) - frees/s, counted when freed. \
+             \"advantage\": liburcu's time / ours, or our rate / liburcu's (above 1: rcuref \
+             is ahead).\n\n\
+             | row | threads | rcuref | rcuref (asymmetric) | liburcu memb | advantage | advantage (asymmetric) |\n\
+             |---|---|---|---|---|---|---|"
+        );
+        let mut keys: Vec<(String, usize)> = Vec::new();
+        for r in &gp {
+            if !keys.contains(&(r.row.clone(), r.threads)) {
+                keys.push((r.row.clone(), r.threads));
+            }
+        }
+        for (row, t) in &keys {
+            let get = |who: &str| {
+                gp.iter()
+                    .find(|r| r.row == *row && r.threads == *t && r.who == who)
+            };
+            let cell = |r: Option<&GpRow>| match r {
+                Some(r) if r.writer.is_some() => format!(
+                    "{} (writer {:.0}/s)",
+                    fmt_ns(r.median),
+                    r.writer.unwrap_or(0.0)
+                ),
+                Some(r) if r.unit == "ns" => {
+                    format!("{} (p99 {})", fmt_ns(r.median), fmt_ns(r.p99))
+                }
+                Some(r) => format!("{:.0}/s", r.median),
+                None => "n/a".into(),
+            };
+            let adv = |a: Option<&GpRow>, m: Option<&GpRow>| match (a, m) {
+                (Some(a), Some(m)) if a.median > 0.0 && m.median > 0.0 => {
+                    if a.unit == "ns" {
+                        format!("{:.2}x", m.median / a.median)
+                    } else {
+                        format!("{:.2}x", a.median / m.median)
+                    }
+                }
+                _ => "n/a".into(),
+            };
+            let (d, a, m) = (get(GP_WHO[0]), get(GP_WHO[1]), get(GP_WHO[2]));
+            let _ = writeln!(
+                md,
+                "| {row} | {t} | {} | {} | {} | {} | {} |",
+                cell(d),
+                cell(a),
+                cell(m),
+                adv(d, m),
+                adv(a, m)
+            );
+        }
+        let _ = writeln!(md);
+    }
+
     let _ = writeln!(
         md,
         "## convoy: path lookups while a writer creates, renames, removes\n\n\
@@ -750,18 +1035,25 @@ pub fn bench(args: &[String]) -> Result<(), String> {
          (busy) or one change per 50 µs sleep (paced). RCU-walk: names tables read in the \
          section, no shared write; ref-walk: a reference per level; RwLock: the whole tree \
          behind `std::sync::RwLock`. Lookups/s are totals over all readers; latency is \
-         sampled every 16th lookup.\n\n\
-         | writer | readers | walk | M lookups/s | vs RwLock | p50 | p99 | writer ops/s |\n\
-         |---|---|---|---|---|---|---|---|"
+         sampled every 16th lookup; each row is the run with the median reader throughput \
+         of three. Readers plus the writer never outnumber the cores \
+         (on two cores: one reader), so no thread waits for a core; the writer's rate \
+         stands beside the readers' because a starved writer makes readers look fast.\n\n\
+         | writer | readers | walk | M lookups/s | vs RwLock | p50 | p99 | writer ops/s | writer vs RwLock's |\n\
+         |---|---|---|---|---|---|---|---|---|"
     );
     for c in &convoy {
-        let rw = convoy
+        let rw_row = convoy
             .iter()
-            .find(|o| o.writer == c.writer && o.threads == c.threads && o.walk == "RwLock")
-            .map(|o| o.lookups_per_s);
+            .find(|o| o.writer == c.writer && o.threads == c.threads && o.walk == "RwLock");
+        let rw = rw_row.map(|o| o.lookups_per_s);
+        let rw_writer = rw_row
+            .filter(|o| o.writer_ops_per_s > 0.0)
+            .map(|o| format!("{:.2}x", c.writer_ops_per_s / o.writer_ops_per_s))
+            .unwrap_or_default();
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {:.2} | {} | {} ns | {} ns | {:.0} |",
+            "| {} | {} | {} | {:.2} | {} | {} ns | {} ns | {:.0} | {rw_writer} |",
             c.writer,
             c.threads,
             c.walk,

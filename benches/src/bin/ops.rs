@@ -30,32 +30,39 @@ fn main() {
             Box::leak(Box::new(heapless::pool::boxed::BoxBlock::new()));
         HP.manage(block);
     }
-    for _ in 0..n {
-        match op {
-            "empty" => {
-                black_box(&r);
-            }
-            "fileref_get_put" => {
-                black_box(r.get() && r.put());
-            }
-            "cas_get_put" => {
-                black_box(c.get() && c.put());
-            }
-            "arc_clone_drop" => drop(black_box(a.clone())),
-            "rcu_read" => {
-                let g = reader.lock();
-                black_box(&g);
-            }
-            "epoch_pin" => {
-                let g = crossbeam_epoch::pin();
-                black_box(&g);
-            }
-            "pool_alloc_free" => drop(black_box(POOL.alloc(7).ok())),
-            "heapless_alloc_free" => drop(black_box(HP.alloc(7).ok())),
-            other => {
-                eprintln!("unknown op {other}");
-                std::process::exit(2);
-            }
+    // One loop per operation (the match is outside it), so the empty loop's
+    // instructions are exactly what every other loop has besides its operation.
+    match op {
+        "empty" => repeat(n, || {
+            black_box(&r);
+        }),
+        "fileref_get_put" => repeat(n, || {
+            black_box(r.get() && r.put());
+        }),
+        "cas_get_put" => repeat(n, || {
+            black_box(c.get() && c.put());
+        }),
+        "arc_clone_drop" => repeat(n, || drop(black_box(a.clone()))),
+        "rcu_read" => repeat(n, || {
+            let _g = reader.lock();
+            rcuref_bench::in_section();
+        }),
+        "epoch_pin" => repeat(n, || {
+            let _g = crossbeam_epoch::pin();
+            rcuref_bench::in_section();
+        }),
+        "pool_alloc_free" => repeat(n, || drop(black_box(POOL.alloc(7).ok()))),
+        "heapless_alloc_free" => repeat(n, || drop(black_box(HP.alloc(7).ok()))),
+        other => {
+            eprintln!("unknown op {other}");
+            std::process::exit(2);
         }
+    }
+}
+
+#[inline(always)]
+fn repeat(n: u64, mut f: impl FnMut()) {
+    for _ in 0..n {
+        f();
     }
 }

@@ -1,0 +1,263 @@
+//! `gp <row> <threads>`: grace-period latency and throughput, measured the way
+//! `benches/liburcu/memb_gp.c` measures liburcu's memb flavour (same rows, same
+//! protocol, same output line), so `cargo xtask bench` can put them side by side.
+//!
+//! Rows (each prints `gp row=<row> threads=<t> median=<x> p99=<y> unit=<u>`):
+//! * `latency`: one `synchronize` with no reader in a section (one more thread is a
+//!   registered reader, idle); ns per call, median and p99 over batches of 64 calls;
+//! * `latency-reader`: a reader thread enters a section, tells the writer, stays for
+//!   `HOLD_NS` and leaves; the writer calls `synchronize` as soon as it is told. The
+//!   figure is the time from the reader's unlock to `synchronize`'s return (ns): what
+//!   the writer adds on top of the wait it cannot avoid;
+//! * `throughput`: `t` threads call `synchronize` back to back for a second (plus one
+//!   registered idle reader); completed calls per second, all threads together;
+//! * `defer`: `t` threads each retire heap values through a bounded `DeferQueue` (64
+//!   places, `defer_or_wait`) for a second; values freed per second, all threads
+//!   together, counted when freed (the queue's last values after a `barrier`).
+//!
+//! * `read-paced`: one reader thread runs read sections for a second while a writer
+//!   thread calls `synchronize` at `PACE` per second (spinning between calls); ns per
+//!   section, and the writer's achieved rate (`writer=`): the readers' cost under the
+//!   same writer load on every side, where a busy writer's pace differs by 30x between
+//!   implementations.
+//!
+//! Threads never outnumber cores in these rows except where the caller asks: the idle
+//! reader sleeps on a lock and is not runnable.
+//!
+//! Built with `--cfg rcuref_asymmetric_fence` (as `cargo xtask bench` does in a second
+//! build) the same rows measure the asymmetric-fence mode with `membarrier`.
+
+use rcuref::rcu::{forever, DeferQueue, Rcu};
+use std::hint::spin_loop;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
+use std::sync::{Barrier, Mutex};
+use std::time::{Duration, Instant};
+
+#[cfg(rcuref_asymmetric_fence)]
+rcuref::set_heavy_fence!(rcuref::rcu::heavy::Membarrier);
+
+static RCU: Rcu<64> = Rcu::new();
+
+/// How long the reader of `latency-reader` stays in its section.
+const HOLD_NS: u64 = 20_000;
+/// Rounds of `latency-reader`, batches of `latency`.
+const ROUNDS: usize = 2000;
+/// The writer's pace in `read-paced`: grace periods per second (below every
+/// implementation's busy rate under a reader, so all of them keep it).
+const PACE: f64 = 20_000.0;
+/// How long the throughput rows run.
+const RUN: Duration = Duration::from_secs(1);
+
+fn spin_until(t: Instant) {
+    while Instant::now() < t {
+        spin_loop();
+    }
+}
+
+/// A registered reader on another thread that never enters a section while `f` runs
+/// (liburcu's writer then has a registry to scan, as ours has a slot).
+fn with_idle_reader<R>(f: impl FnOnce() -> R) -> R {
+    let done = Mutex::new(());
+    let hold = done.lock().unwrap();
+    let ready = Barrier::new(2);
+    std::thread::scope(|s| {
+        let r = s.spawn(|| {
+            let _reader = RCU.register().unwrap();
+            ready.wait();
+            drop(done.lock().unwrap()); // sleeps until `f` is done
+        });
+        ready.wait();
+        let out = f();
+        drop(hold);
+        r.join().unwrap();
+        out
+    })
+}
+
+fn percentile(v: &mut [f64], p: f64) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[((v.len() - 1) as f64 * p) as usize]
+}
+
+fn latency() -> (f64, f64) {
+    with_idle_reader(|| {
+        let mut w = RCU.register().unwrap();
+        let mut per_call = Vec::with_capacity(ROUNDS);
+        for _ in 0..ROUNDS {
+            let t0 = Instant::now();
+            for _ in 0..64 {
+                w.synchronize(forever(spin_loop)).unwrap();
+            }
+            per_call.push(t0.elapsed().as_nanos() as f64 / 64.0);
+        }
+        (
+            percentile(&mut per_call, 0.5),
+            percentile(&mut per_call, 0.99),
+        )
+    })
+}
+
+fn latency_reader() -> (f64, f64) {
+    let entered = AtomicU64::new(0); // round number the reader is inside
+    let left_at = AtomicU64::new(0); // ns since `base` at its unlock
+    let done = AtomicU64::new(0); // rounds the writer has finished
+    let base = Instant::now();
+    let mut after = Vec::with_capacity(ROUNDS);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let r = RCU.register().unwrap();
+            for round in 1..=ROUNDS as u64 {
+                while done.load(Acquire) != round - 1 {
+                    spin_loop();
+                }
+                let g = r.lock();
+                let t_in = Instant::now();
+                entered.store(round, Release);
+                spin_until(t_in + Duration::from_nanos(HOLD_NS));
+                left_at.store(base.elapsed().as_nanos() as u64, Relaxed);
+                drop(g);
+            }
+        });
+        let mut w = RCU.register().unwrap();
+        for round in 1..=ROUNDS as u64 {
+            while entered.load(Acquire) != round {
+                spin_loop();
+            }
+            w.synchronize(forever(spin_loop)).unwrap();
+            let back = base.elapsed().as_nanos() as u64;
+            // The grace period ended, so the reader's unlock (and its store of the
+            // time, before it) happened before.
+            after.push(back.saturating_sub(left_at.load(Relaxed)) as f64);
+            done.store(round, Release);
+        }
+    });
+    (percentile(&mut after, 0.5), percentile(&mut after, 0.99))
+}
+
+/// Runs `body` on `threads` threads for `RUN` after a common start (with an idle
+/// registered reader); returns the operations all of them counted, per second.
+fn on_threads(threads: usize, body: impl Fn(&AtomicBool) -> u64 + Sync) -> f64 {
+    with_idle_reader(|| {
+        let stop = AtomicBool::new(false);
+        let start = Barrier::new(threads + 1);
+        let (n, secs) = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..threads)
+                .map(|_| {
+                    s.spawn(|| {
+                        start.wait();
+                        body(&stop)
+                    })
+                })
+                .collect();
+            start.wait();
+            let t0 = Instant::now();
+            std::thread::sleep(RUN);
+            stop.store(true, Relaxed);
+            let n: u64 = hs.into_iter().map(|h| h.join().unwrap()).sum();
+            (n, t0.elapsed().as_secs_f64())
+        });
+        n as f64 / secs
+    })
+}
+
+fn throughput(threads: usize) -> f64 {
+    on_threads(threads, |stop| {
+        let mut w = RCU.register().unwrap();
+        let mut n = 0;
+        while !stop.load(Relaxed) {
+            w.synchronize(forever(spin_loop)).unwrap();
+            n += 1;
+        }
+        n
+    })
+}
+
+fn defer(threads: usize) -> f64 {
+    on_threads(threads, |stop| {
+        let mut w = RCU.register().unwrap();
+        let mut q: DeferQueue<'_, Box<u64>, 64, 64> = DeferQueue::new(&RCU);
+        let mut freed = 0u64;
+        let mut i = 0u64;
+        while !stop.load(Relaxed) {
+            i += 1;
+            q.defer_or_wait(&mut w, Box::new(i), forever(spin_loop), |b: Box<u64>| {
+                drop(b);
+                freed += 1;
+            })
+            .unwrap();
+        }
+        q.barrier(&mut w, forever(spin_loop), |b: Box<u64>| {
+            drop(b);
+            freed += 1;
+        })
+        .unwrap();
+        freed
+    })
+}
+
+/// (ns per read section, the writer's grace periods per second).
+fn read_paced() -> (f64, f64) {
+    let stop = AtomicBool::new(false);
+    let ready = Barrier::new(2);
+    std::thread::scope(|s| {
+        let writer = s.spawn(|| {
+            let mut w = RCU.register().unwrap();
+            ready.wait();
+            let t0 = Instant::now();
+            let mut n = 0u64;
+            while !stop.load(Relaxed) {
+                n += 1;
+                spin_until(t0 + Duration::from_secs_f64(n as f64 / PACE));
+                w.synchronize(forever(spin_loop)).unwrap();
+            }
+            n as f64 / t0.elapsed().as_secs_f64()
+        });
+        let r = RCU.register().unwrap();
+        ready.wait();
+        let t0 = Instant::now();
+        let mut sections = 0u64;
+        while t0.elapsed() < RUN {
+            for _ in 0..1024 {
+                let _g = r.lock();
+                rcuref_bench::in_section();
+            }
+            sections += 1024;
+        }
+        let ns = t0.elapsed().as_nanos() as f64 / sections as f64;
+        stop.store(true, Relaxed);
+        (ns, writer.join().unwrap())
+    })
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let (row, threads) = match args.as_slice() {
+        [_, row, t] => (row.as_str(), t.parse::<usize>().expect("threads")),
+        _ => {
+            eprintln!("usage: gp <latency|latency-reader|read-paced|throughput|defer> <threads>");
+            std::process::exit(2);
+        }
+    };
+    let (median, p99, unit) = match row {
+        "latency" => {
+            let (m, p) = latency();
+            (m, p, "ns")
+        }
+        "latency-reader" => {
+            let (m, p) = latency_reader();
+            (m, p, "ns")
+        }
+        "read-paced" => {
+            let (ns, rate) = read_paced();
+            println!("gp row={row} threads=1 median={ns:.2} p99=0.0 unit=ns writer={rate:.0}");
+            return;
+        }
+        "throughput" => (throughput(threads), 0.0, "per_s"),
+        "defer" => (defer(threads), 0.0, "per_s"),
+        other => {
+            eprintln!("unknown row {other}");
+            std::process::exit(2);
+        }
+    };
+    println!("gp row={row} threads={threads} median={median:.1} p99={p99:.1} unit={unit}");
+}
