@@ -33,6 +33,9 @@ pub enum Error {
     /// Another context is doing the same update right now (writers of an `RcuValue`
     /// exclude each other without waiting).
     Busy,
+    /// A section was left that was never entered: an unlock without a lock
+    /// ([`ContextReader::exit`](crate::rcu::ContextReader::exit)).
+    NotInSection,
 }
 
 impl core::fmt::Display for Error {
@@ -44,6 +47,7 @@ impl core::fmt::Display for Error {
             Error::Full => "no room left",
             Error::GaveUp => "the wait was given up before the grace period ended",
             Error::Busy => "another context is updating it right now",
+            Error::NotInSection => "an unlock without a lock: the context is in no read section",
         })
     }
 }

@@ -286,6 +286,37 @@ impl<'d, const N: usize> ContextReader<'d, N> {
         f(&self.lock())
     }
 
+    /// Enters a read section (or nests one level deeper) without a guard, for callers
+    /// that cannot hold one across the section: a C API, a section that a kernel opens
+    /// in one function and closes in another. The same memory operations as
+    /// [`lock`](Self::lock); end it with [`exit`](Self::exit). A section entered here
+    /// and never left is like a leaked guard: every later grace period waits for it.
+    #[inline]
+    pub fn enter(&self) {
+        self.at.enter(true);
+    }
+
+    /// Leaves one level of a section entered with [`enter`](Self::enter).
+    ///
+    /// # Safety
+    /// Nothing read inside the level being left may be used after this call, and the
+    /// level must be one this code entered with `enter`: leaving a level that a live
+    /// [`Guard`] of this context stands for would end that guard's section under it
+    /// (an interrupt handler that leaves more levels than it entered does that to the
+    /// code it interrupted).
+    ///
+    /// # Errors
+    /// [`Error::NotInSection`] if the context is in no section (an unlock without a
+    /// lock); nothing changes.
+    #[inline]
+    pub unsafe fn exit(&self) -> Result<(), Error> {
+        if !self.at.in_read_section() {
+            return Err(Error::NotInSection);
+        }
+        self.at.leave();
+        Ok(())
+    }
+
     /// Whether this context is inside a read section.
     pub fn in_read_section(&self) -> bool {
         self.at.in_read_section()

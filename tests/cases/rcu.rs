@@ -407,6 +407,53 @@ pub fn context_readers_nest_and_report() {
     );
 }
 
+/// A section entered without a guard (`ContextReader::enter`, for C and for sections
+/// that open in one function and close in another) is a section like a guard's: it
+/// nests, holds grace periods up until its `exit`, and an `exit` with no section open
+/// is refused with `Error::NotInSection`, changing nothing.
+pub fn split_enter_and_exit_hold_grace_periods() {
+    static RCU: Rcu<2> = Rcu::with_dedicated(2);
+    // SAFETY: (test) each reader is used by this one context only.
+    static READERS: [ContextReader<'static, 2>; 2] = unsafe { RCU.context_readers() };
+    let (me, writer) = (&READERS[0], &READERS[1]);
+    // SAFETY: (test) nothing is read in a section here.
+    assert_eq!(unsafe { me.exit() }, Err(Error::NotInSection));
+    assert!(!me.in_read_section());
+    me.enter();
+    me.enter();
+    let cookie = RCU.start_poll();
+    // SAFETY: (test) as above; the level left is one this code entered.
+    unsafe { me.exit() }.unwrap();
+    assert!(me.in_read_section(), "one exit left both levels");
+    for _ in 0..10 {
+        assert!(
+            !cookie.poll(),
+            "a grace period ended under an entered section"
+        );
+    }
+    // Another context's wait gives up; a hosted debug build sees that the section is
+    // this thread's and refuses instead.
+    assert!(matches!(
+        writer.synchronize(|_| core::ops::ControlFlow::Break(())),
+        Err(Error::GaveUp | Error::InReadSection)
+    ));
+    assert_eq!(me.synchronize(rcuref::rcu::spin), Err(Error::InReadSection));
+    // A guard nests inside the entered section and leaves only its own level.
+    drop(me.lock());
+    assert!(me.in_read_section());
+    // SAFETY: (test) as above.
+    unsafe { me.exit() }.unwrap();
+    assert!(!me.in_read_section());
+    let mut polls = 0;
+    while !cookie.poll() {
+        polls += 1;
+        assert!(polls < 10, "the grace period did not end after the exit");
+    }
+    // SAFETY: (test) as above.
+    assert_eq!(unsafe { me.exit() }, Err(Error::NotInSection));
+    writer.synchronize(rcuref::rcu::spin).unwrap();
+}
+
 /// A per-CPU kernel's domain: every slot dedicated, one per CPU, made at once by
 /// `Rcu::per_cpu` with a current-CPU hook. The writer on CPU 0 waits through CPU 0's own
 /// reader in every blocking helper (`synchronize`, `Retired::reclaim`,

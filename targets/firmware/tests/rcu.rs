@@ -69,6 +69,11 @@ mod tests {
     }
 
     #[test]
+    fn split_enter_and_exit_hold_grace_periods() {
+        cases::split_enter_and_exit_hold_grace_periods();
+    }
+
+    #[test]
     fn a_per_cpu_writer_needs_no_slot_of_its_own() {
         cases::a_per_cpu_writer_needs_no_slot_of_its_own();
     }
