@@ -151,12 +151,28 @@ pub fn bench_tools() -> Result<(), String> {
     ) {
         missing.push("liburcu-dev");
     }
+    apt_install(&missing, "the benchmarks")
+}
+
+/// The C API's tests (`cargo xtask ffi`): gcc and g++ (Debian's gcc brings the
+/// ThreadSanitizer and AddressSanitizer runtimes).
+pub fn c_tools() -> Result<(), String> {
+    let missing: Vec<&str> = [("gcc", "gcc"), ("g++", "g++")]
+        .into_iter()
+        .filter(|(cmd, _)| !quiet_ok(cmd, &["--version"]))
+        .map(|(_, pkg)| pkg)
+        .collect();
+    apt_install(&missing, "the C API's tests")
+}
+
+/// Installs Debian packages `missing` (none: nothing to do), for `who`.
+fn apt_install(missing: &[&str], who: &str) -> Result<(), String> {
     if missing.is_empty() {
         return Ok(());
     }
     if !quiet_ok("apt-get", &["--version"]) {
         return Err(format!(
-            "the benchmarks need {} (no apt-get here: install them with your package manager)",
+            "{who} need {} (no apt-get here: install them with your package manager)",
             missing.join(" and ")
         ));
     }
@@ -172,7 +188,7 @@ pub fn bench_tools() -> Result<(), String> {
     update.extend(["update", "-q"]);
     loud(prog, &update)?;
     args.extend(["install", "-y", "-q"]);
-    args.extend(&missing);
+    args.extend(missing);
     loud(prog, &args)
 }
 

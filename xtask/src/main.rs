@@ -8,6 +8,7 @@
 //! * `mutants` — mutation testing of the library (see `mutants.rs`).
 
 mod bench;
+mod ffi;
 mod install;
 mod litmus;
 mod mutants;
@@ -41,6 +42,9 @@ const USAGE: &str = "usage: cargo xtask <command>
            against the committed litmus tests, runs herd7 on every test (Never) and
            weakened twin (Sometimes); --bless rewrites litmus/tests and litmus/code;
            --control compiles a broken variant and requires the check to fail
+  header   regenerate ffi/include/rcuref.h (the C API's header) with cbindgen
+  ffi      the C API: header current, static library for the host and every target,
+           the C suite with gcc (plain, ThreadSanitizer, AddressSanitizer)
   size [--save]
            code size of the hot paths per embedded target (release), compared with
            docs/size-baseline.tsv (--save rewrites it)
@@ -141,6 +145,8 @@ fn main() -> ExitCode {
         Some("bench") => bench::bench(&args[1..]),
         Some("mutants") => mutants::run(&args[1..]),
         Some("litmus") => litmus::run(&args[1..]),
+        Some("header") => ffi::header(),
+        Some("ffi") => ffi::check(TARGETS),
         Some("-h" | "--help") => {
             println!("{USAGE}");
             Ok(())
@@ -314,6 +320,13 @@ fn test(args: &[String]) -> Result<(), String> {
          without LSE/RCpc), RISC-V 32/64 and Armv7-M: tests Never, weakened twins Sometimes, \
          the tests tied to the object code",
         &["xtask", "litmus"],
+        &[],
+    );
+    run.cargo(
+        "ffi: the C API: header current, static library for the host and every target, \
+         the C suite (api, torture plain / TSan / its broken control, the C page's example \
+         under ASan)",
+        &["xtask", "ffi"],
         &[],
     );
     run.cargo(

@@ -1,0 +1,540 @@
+//! The C API of rcuref: zoned reference counts, RCU domains with split lock and unlock,
+//! and a bounded `call_rcu` that interrupt handlers may use. The header is
+//! `include/rcuref.h`, generated from this file by cbindgen (`cargo xtask header`;
+//! `cargo xtask test` fails when the committed header differs from a fresh one); the
+//! guide is `docs/c-api.md`.
+//!
+//! # What every function promises
+//!
+//! * No panic crosses the boundary: every condition a caller can cause is a return code
+//!   (`RCUREF_E*`, negative), never undefined behaviour where a check is possible. A
+//!   null pointer, a domain that is not one of this library's, a slot out of range and
+//!   an unlock without a lock are all checked, in every build.
+//! * What cannot be checked is the caller's promise, as it is in C: a pointer to a count
+//!   or a published-pointer location points to one that lives and is used only through
+//!   these functions (or plain reads of its value for diagnostics); a slot is used only
+//!   by one context (a CPU, a thread, an interrupt priority level) and the interrupt
+//!   handlers that preempt it on its core; nothing read in a section is used after its
+//!   unlock; a wait is never called from an interrupt handler.
+//! * The library never allocates, never blocks except in the functions that wait for a
+//!   grace period (which call the caller's hook between attempts), and never takes a
+//!   lock: `call_rcu` and `call_rcu_run` are safe in interrupt handlers.
+//!
+//! # Configuration
+//!
+//! Build-time, by environment variables read by `build.rs`: `RCUREF_FFI_DOMAINS`
+//! domains (default 2), `RCUREF_FFI_SLOTS` reader slots each (default 8),
+//! `RCUREF_FFI_CALLBACKS` places in each domain's `call_rcu` queue (default 64). The
+//! header does not change with them: domains are opaque and
+//! `rcuref_rcu_slots`/`rcuref_call_rcu_capacity` report the numbers at run time.
+
+#![no_std]
+#![allow(non_camel_case_types)]
+#![deny(missing_docs)]
+
+use core::ffi::c_void;
+use core::ops::ControlFlow;
+use portable_atomic::{AtomicPtr, Ordering};
+use rcuref::file_ref::{FileRef32, FileRef64};
+use rcuref::rcu::{ContextReader, Rcu, Waiting};
+use rcuref::Error;
+
+mod config {
+    include!(concat!(env!("OUT_DIR"), "/config.rs"));
+}
+mod call_rcu;
+#[cfg(feature = "panic-handler")]
+mod panic;
+
+pub(crate) use config::SLOTS;
+
+// ---- return codes ----------------------------------------------------------------
+
+/// Success.
+pub const RCUREF_OK: i32 = 0;
+/// A null pointer where an object was needed.
+pub const RCUREF_EINVAL: i32 = -1;
+/// The domain is not one of this library's (`rcuref_rcu_domain`).
+pub const RCUREF_EDOMAIN: i32 = -2;
+/// The reader slot is out of range (`rcuref_rcu_slots`).
+pub const RCUREF_ERANGE: i32 = -3;
+/// An unlock without a lock: the slot is in no read section. Nothing changed.
+pub const RCUREF_ENOTLOCKED: i32 = -4;
+/// A wait for a grace period from inside a read section of the same slot: it would
+/// wait for itself. Nothing waited.
+pub const RCUREF_EINSECTION: i32 = -5;
+/// No room: every place of the `call_rcu` queue holds a callback. Nothing queued.
+pub const RCUREF_EFULL: i32 = -6;
+/// The wait hook gave up before the grace period ended.
+pub const RCUREF_EGAVEUP: i32 = -7;
+
+fn code(e: Error) -> i32 {
+    match e {
+        Error::InReadSection => RCUREF_EINSECTION,
+        Error::OtherDomain => RCUREF_EDOMAIN,
+        Error::Full => RCUREF_EFULL,
+        Error::GaveUp => RCUREF_EGAVEUP,
+        Error::NotInSection => RCUREF_ENOTLOCKED,
+        _ => RCUREF_EINVAL,
+    }
+}
+
+// ---- file references -------------------------------------------------------------
+
+/// A 32-bit zoned reference count (Linux's `file_ref_t`). Storage only: initialise it
+/// with `rcuref_fileref32_init` (a zeroed one holds **one** reference, not none) and use
+/// it only through these functions.
+#[repr(C)]
+pub struct rcuref_fileref32 {
+    raw: u32,
+}
+
+/// A 64-bit zoned reference count. On targets without 64-bit atomics (Cortex-M,
+/// RV32) each operation runs in a critical section that the binary provides
+/// (docs/c-api.md).
+#[repr(C)]
+pub struct rcuref_fileref64 {
+    raw: u64,
+}
+
+// The C types are the Rust counts' storage: same size and alignment (both counts are
+// `repr(transparent)` over their atomic; `uint64_t` is 8-aligned on every target of
+// the matrix, as the 64-bit atomic is; a target where it is not fails to build here).
+const _: () = {
+    assert!(size_of::<rcuref_fileref32>() == size_of::<FileRef32>());
+    assert!(align_of::<rcuref_fileref32>() == align_of::<FileRef32>());
+    assert!(size_of::<rcuref_fileref64>() == size_of::<FileRef64>());
+    assert!(align_of::<rcuref_fileref64>() == align_of::<FileRef64>());
+    assert!(align_of::<rcuref_fileref64>() == 8);
+};
+
+/// The count behind `r`, or `None` for null.
+///
+/// # Safety
+/// `r` is null or points to a live count used only through this API.
+unsafe fn fr32<'a>(r: *const rcuref_fileref32) -> Option<&'a FileRef32> {
+    if !r.is_aligned() {
+        return None; // reported as RCUREF_EINVAL, like null
+    }
+    // SAFETY: aligned (checked), same size and alignment as the count (asserted
+    // above), `FileRef32` is `repr(transparent)` over an `AtomicU32`, and the caller
+    // promised a live count accessed only atomically (through this API).
+    unsafe { r.cast::<FileRef32>().as_ref() }
+}
+
+/// As [`fr32`], 64-bit.
+///
+/// # Safety
+/// As [`fr32`].
+unsafe fn fr64<'a>(r: *const rcuref_fileref64) -> Option<&'a FileRef64> {
+    if !r.is_aligned() {
+        return None;
+    }
+    // SAFETY: as in `fr32` (aligned, same size and alignment, asserted above).
+    unsafe { r.cast::<FileRef64>().as_ref() }
+}
+
+/// Sets the count to `refs` references (0: dead, every get fails; more than the maximum:
+/// saturated, never freed) with a release store. Call it last when (re)using an object,
+/// after every other field is written. Returns `RCUREF_OK` or `RCUREF_EINVAL` (null, or
+/// a pointer not aligned for a count: every count function checks both).
+///
+/// # Safety
+/// `r` is null or points to a count that only this API touches.
+#[no_mangle]
+pub unsafe extern "C" fn rcuref_fileref32_init(r: *mut rcuref_fileref32, refs: u32) -> i32 {
+    // SAFETY: the caller's promise (`fr32`).
+    match unsafe { fr32(r) } {
+        Some(c) => {
+            c.init(refs);
+            RCUREF_OK
+        }
+        None => RCUREF_EINVAL,
+    }
+}
+
+/// Tries to take a reference (one fully ordered add, no loop). Returns 1 if the caller
+/// now holds one (the count was live or saturated), 0 if the count is dead (the object
+/// must not be used), `RCUREF_EINVAL` for null.
+///
+/// # Safety
+/// As for `rcuref_fileref32_init`.
+#[no_mangle]
+pub unsafe extern "C" fn rcuref_fileref32_get(r: *const rcuref_fileref32) -> i32 {
+    // SAFETY: the caller's promise (`fr32`).
+    match unsafe { fr32(r) } {
+        Some(c) => i32::from(c.get()),
+        None => RCUREF_EINVAL,
+    }
+}
+
+/// Takes another reference when the caller already holds one (a relaxed add). Returns
+/// `RCUREF_OK` or `RCUREF_EINVAL`.
+///
+/// # Safety
+/// As for `rcuref_fileref32_init`, and the caller holds a reference.
+#[no_mangle]
+pub unsafe extern "C" fn rcuref_fileref32_inc(r: *const rcuref_fileref32) -> i32 {
+    // SAFETY: the caller's promise (`fr32`).
+    match unsafe { fr32(r) } {
+        Some(c) => {
+            c.inc();
+            RCUREF_OK
+        }
+        None => RCUREF_EINVAL,
+    }
+}
+
+/// Drops a reference. Returns 1 if it was the last one (the caller now destroys the
+/// object; every later get fails), 0 if not, `RCUREF_EINVAL` for null. A put on a dead
+/// count is ignored (and reported as a warning where the library logs).
+///
+/// # Safety
+/// As for `rcuref_fileref32_init`, and the caller holds the reference it drops.
+#[no_mangle]
+pub unsafe extern "C" fn rcuref_fileref32_put(r: *const rcuref_fileref32) -> i32 {
+    // SAFETY: the caller's promise (`fr32`).
+    match unsafe { fr32(r) } {
+        Some(c) => i32::from(c.put()),
+        None => RCUREF_EINVAL,
+    }
+}
+
+/// Drops a reference that is the last one in the common case (closing a file): one
+/// compare-exchange to dead, else a plain put. Returns as `rcuref_fileref32_put`.
+///
+/// # Safety
+/// As for `rcuref_fileref32_put`.
+#[no_mangle]
+pub unsafe extern "C" fn rcuref_fileref32_put_close(r: *const rcuref_fileref32) -> i32 {
+    // SAFETY: the caller's promise (`fr32`).
+    match unsafe { fr32(r) } {
+        Some(c) => i32::from(c.put_close()),
+        None => RCUREF_EINVAL,
+    }
+}
+
+/// The number of references held (a relaxed load, stale as soon as it is read: for
+/// diagnostics). 0 for a dead count or null.
+///
+/// # Safety
+/// As for `rcuref_fileref32_init`.
+#[no_mangle]
+pub unsafe extern "C" fn rcuref_fileref32_read(r: *const rcuref_fileref32) -> u32 {
+    // SAFETY: the caller's promise (`fr32`).
+    match unsafe { fr32(r) } {
+        Some(c) => c.read(),
+        None => 0,
+    }
+}
+
+/// As `rcuref_fileref32_init`, for a 64-bit count.
+///
+/// # Safety
+/// As for `rcuref_fileref32_init`.
+#[no_mangle]
+pub unsafe extern "C" fn rcuref_fileref64_init(r: *mut rcuref_fileref64, refs: u64) -> i32 {
+    // SAFETY: the caller's promise (`fr64`).
+    match unsafe { fr64(r) } {
+        Some(c) => {
+            c.init(refs);
+            RCUREF_OK
+        }
+        None => RCUREF_EINVAL,
+    }
+}
+
+/// As `rcuref_fileref32_get`, for a 64-bit count.
+///
+/// # Safety
+/// As for `rcuref_fileref32_get`.
+#[no_mangle]
+pub unsafe extern "C" fn rcuref_fileref64_get(r: *const rcuref_fileref64) -> i32 {
+    // SAFETY: the caller's promise (`fr64`).
+    match unsafe { fr64(r) } {
+        Some(c) => i32::from(c.get()),
+        None => RCUREF_EINVAL,
+    }
+}
+
+/// As `rcuref_fileref32_inc`, for a 64-bit count.
+///
+/// # Safety
+/// As for `rcuref_fileref32_inc`.
+#[no_mangle]
+pub unsafe extern "C" fn rcuref_fileref64_inc(r: *const rcuref_fileref64) -> i32 {
+    // SAFETY: the caller's promise (`fr64`).
+    match unsafe { fr64(r) } {
+        Some(c) => {
+            c.inc();
+            RCUREF_OK
+        }
+        None => RCUREF_EINVAL,
+    }
+}
+
+/// As `rcuref_fileref32_put`, for a 64-bit count.
+///
+/// # Safety
+/// As for `rcuref_fileref32_put`.
+#[no_mangle]
+pub unsafe extern "C" fn rcuref_fileref64_put(r: *const rcuref_fileref64) -> i32 {
+    // SAFETY: the caller's promise (`fr64`).
+    match unsafe { fr64(r) } {
+        Some(c) => i32::from(c.put()),
+        None => RCUREF_EINVAL,
+    }
+}
+
+/// As `rcuref_fileref32_put_close`, for a 64-bit count.
+///
+/// # Safety
+/// As for `rcuref_fileref32_put_close`.
+#[no_mangle]
+pub unsafe extern "C" fn rcuref_fileref64_put_close(r: *const rcuref_fileref64) -> i32 {
+    // SAFETY: the caller's promise (`fr64`).
+    match unsafe { fr64(r) } {
+        Some(c) => i32::from(c.put_close()),
+        None => RCUREF_EINVAL,
+    }
+}
+
+/// As `rcuref_fileref32_read`, for a 64-bit count.
+///
+/// # Safety
+/// As for `rcuref_fileref32_read`.
+#[no_mangle]
+pub unsafe extern "C" fn rcuref_fileref64_read(r: *const rcuref_fileref64) -> u64 {
+    // SAFETY: the caller's promise (`fr64`).
+    match unsafe { fr64(r) } {
+        Some(c) => c.read(),
+        None => 0,
+    }
+}
+
+// ---- RCU -------------------------------------------------------------------------
+
+/// An RCU domain (opaque): one of the library's, from `rcuref_rcu_domain`.
+pub struct rcuref_rcu {
+    _opaque: [u8; 0],
+}
+
+/// The domains: every slot dedicated, so each is a context's (CPU, thread, interrupt
+/// level) and C code names it by number.
+static RCU: [Rcu<SLOTS>; config::DOMAINS] = [const { Rcu::with_dedicated(SLOTS) }; config::DOMAINS];
+
+/// `d` as one of `RCU`, with its index.
+fn domain(d: *const rcuref_rcu) -> Result<(usize, &'static Rcu<SLOTS>), i32> {
+    if d.is_null() {
+        return Err(RCUREF_EINVAL);
+    }
+    RCU.iter()
+        .enumerate()
+        .find(|(_, r)| core::ptr::eq(*r as *const Rcu<SLOTS>, d.cast()))
+        .ok_or(RCUREF_EDOMAIN)
+}
+
+/// The reader of slot `slot` of `d`.
+fn reader(d: *const rcuref_rcu, slot: u32) -> Result<ContextReader<'static, SLOTS>, i32> {
+    let (_, rcu) = domain(d)?;
+    let slot = slot as usize;
+    if slot >= SLOTS {
+        return Err(RCUREF_ERANGE);
+    }
+    // SAFETY: every slot is dedicated (`RCU`), and the C caller promised (the
+    // module docs) that a slot is used only by one context and the interrupt handlers
+    // that preempt it: `context_reader`'s contract.
+    Ok(unsafe { rcu.context_reader(slot) })
+}
+
+/// Domain `index` (below `RCUREF_FFI_DOMAINS`, 2 by default), or null.
+#[no_mangle]
+pub extern "C" fn rcuref_rcu_domain(index: u32) -> *const rcuref_rcu {
+    RCU.get(index as usize)
+        .map_or(core::ptr::null(), |r| (r as *const Rcu<SLOTS>).cast())
+}
+
+/// How many reader slots each domain has (`RCUREF_FFI_SLOTS`), 0 for a null or
+/// foreign domain.
+#[no_mangle]
+pub extern "C" fn rcuref_rcu_slots(d: *const rcuref_rcu) -> u32 {
+    domain(d).map_or(0, |_| SLOTS as u32)
+}
+
+/// Enters a read section on `slot` (or nests one level deeper; interrupt handlers of
+/// the slot's context may nest on it at any point). Returns `RCUREF_OK`,
+/// `RCUREF_EINVAL`, `RCUREF_EDOMAIN` or `RCUREF_ERANGE` (nothing entered).
+#[no_mangle]
+pub extern "C" fn rcuref_read_lock(d: *const rcuref_rcu, slot: u32) -> i32 {
+    match reader(d, slot) {
+        Ok(r) => {
+            r.enter();
+            RCUREF_OK
+        }
+        Err(e) => e,
+    }
+}
+
+/// Leaves one level of the read section on `slot`. Returns `RCUREF_OK`,
+/// `RCUREF_ENOTLOCKED` (no section: nothing changed) or the errors of lock.
+///
+/// # Safety
+/// Nothing read inside the level being left is used after this call, and the level is
+/// one this code (not the code an interrupt handler interrupted) entered.
+#[no_mangle]
+pub unsafe extern "C" fn rcuref_read_unlock(d: *const rcuref_rcu, slot: u32) -> i32 {
+    match reader(d, slot) {
+        // SAFETY: the caller's promise is `ContextReader::exit`'s.
+        Ok(r) => match unsafe { r.exit() } {
+            Ok(()) => RCUREF_OK,
+            Err(e) => code(e),
+        },
+        Err(e) => e,
+    }
+}
+
+/// 1 if `slot` is inside a read section, 0 if not, or an error of lock.
+#[no_mangle]
+pub extern "C" fn rcuref_in_read_section(d: *const rcuref_rcu, slot: u32) -> i32 {
+    match reader(d, slot) {
+        Ok(r) => i32::from(r.in_read_section()),
+        Err(e) => e,
+    }
+}
+
+/// Reads a published pointer inside a read section (`rcu_dereference`): an acquire
+/// load, so what the publisher wrote before publishing is visible. Null for a null or
+/// misaligned location.
+///
+/// # Safety
+/// `p` is null or points to a pointer-sized, pointer-aligned location that is written
+/// only with `rcuref_assign_pointer`/`rcuref_exchange_pointer` while readers may read it.
+#[no_mangle]
+pub unsafe extern "C" fn rcuref_dereference(p: *const *mut c_void) -> *mut c_void {
+    if p.is_null() || !p.is_aligned() {
+        return core::ptr::null_mut();
+    }
+    // SAFETY: the caller's promise: a live, aligned location accessed atomically.
+    unsafe { AtomicPtr::from_ptr(p.cast_mut()) }.load(Ordering::Acquire)
+}
+
+/// Publishes `v` at `p` (`rcu_assign_pointer`): a release store, so readers that see
+/// `v` see what was written before. Returns `RCUREF_OK` or `RCUREF_EINVAL` (a null or
+/// misaligned location).
+///
+/// # Safety
+/// As for dereference.
+#[no_mangle]
+pub unsafe extern "C" fn rcuref_assign_pointer(p: *mut *mut c_void, v: *mut c_void) -> i32 {
+    if p.is_null() || !p.is_aligned() {
+        return RCUREF_EINVAL;
+    }
+    // SAFETY: the caller's promise.
+    unsafe { AtomicPtr::from_ptr(p) }.store(v, Ordering::Release);
+    RCUREF_OK
+}
+
+/// Publishes `v` at `p` and returns what was there (`rcu_replace_pointer`), with
+/// acquire and release ordering: the old object, now unpublished, to be freed after a
+/// grace period. Null (and nothing stored) for a null or misaligned location.
+///
+/// # Safety
+/// As for dereference.
+#[no_mangle]
+pub unsafe extern "C" fn rcuref_exchange_pointer(
+    p: *mut *mut c_void,
+    v: *mut c_void,
+) -> *mut c_void {
+    if p.is_null() || !p.is_aligned() {
+        return core::ptr::null_mut();
+    }
+    // SAFETY: the caller's promise.
+    unsafe { AtomicPtr::from_ptr(p) }.swap(v, Ordering::AcqRel)
+}
+
+/// A wait hook, called between attempts of a wait for a grace period with the caller's
+/// `ctx` and the attempts so far: return 0 to go on waiting (after yielding, sleeping,
+/// checking a deadline...), anything else to give up (`RCUREF_EGAVEUP`). A null hook
+/// spins until the grace period ends.
+pub type rcuref_wait_hook = Option<unsafe extern "C" fn(ctx: *mut c_void, attempts: u32) -> i32>;
+
+/// The hook as the Rust wait loop wants it.
+///
+/// # Safety
+/// `hook` is null or a function that may be called with `ctx` from the waiting context
+/// (the promise of every waiting function's caller).
+unsafe fn hook_fn<const N: usize>(
+    hook: rcuref_wait_hook,
+    ctx: *mut c_void,
+) -> impl FnMut(&Waiting<'_, '_, N>) -> ControlFlow<()> {
+    move |w| match hook {
+        // SAFETY: the promise of `hook_fn`'s caller.
+        Some(h) if unsafe { h(ctx, w.attempts()) } != 0 => ControlFlow::Break(()),
+        _ => ControlFlow::Continue(()),
+    }
+}
+
+/// Waits until every read section of `d` that was running when it was called has
+/// ended (`synchronize_rcu`), from the context that owns `slot`, calling `hook`
+/// between attempts. Never from an interrupt handler. Returns `RCUREF_OK`,
+/// `RCUREF_EINSECTION` (the slot is inside a section: it would wait for itself),
+/// `RCUREF_EGAVEUP`, or an error of lock.
+///
+/// # Safety
+/// `hook` is null or a function that may be called with `ctx` from this context.
+#[no_mangle]
+pub unsafe extern "C" fn rcuref_synchronize(
+    d: *const rcuref_rcu,
+    slot: u32,
+    hook: rcuref_wait_hook,
+    ctx: *mut c_void,
+) -> i32 {
+    match reader(d, slot) {
+        // SAFETY: this function's caller promised `hook_fn`'s condition.
+        Ok(r) => match r.synchronize(unsafe { hook_fn(hook, ctx) }) {
+            Ok(()) => RCUREF_OK,
+            Err(e) => code(e),
+        },
+        Err(e) => e,
+    }
+}
+
+/// Starts a grace period without waiting (`start_poll_synchronize_rcu`): writes a
+/// cookie to `*cookie` that `rcuref_poll` answers done once every section running now
+/// has ended. Call it after unpublishing. Never blocks; safe in interrupt handlers.
+/// Returns `RCUREF_OK`, `RCUREF_EINVAL` or `RCUREF_EDOMAIN`.
+///
+/// A cookie moved to another core must travel with release/acquire ordering (a lock,
+/// an atomic with those orderings), or it may be answered done too early.
+///
+/// # Safety
+/// `cookie` is null or points to a writable `uint32_t`.
+#[no_mangle]
+pub unsafe extern "C" fn rcuref_start_poll(d: *const rcuref_rcu, cookie: *mut u32) -> i32 {
+    let rcu = match domain(d) {
+        Ok((_, r)) => r,
+        Err(e) => return e,
+    };
+    if cookie.is_null() {
+        return RCUREF_EINVAL;
+    }
+    // SAFETY: the caller's promise: a writable u32.
+    unsafe { cookie.write(rcu.start_poll().into_raw()) };
+    RCUREF_OK
+}
+
+/// Whether the cookie's grace period has ended (`poll_state_synchronize_rcu`, and it
+/// advances the grace period as far as readers allow): 1 done, 0 not yet, or
+/// `RCUREF_EINVAL`/`RCUREF_EDOMAIN`. Never blocks; safe in interrupt handlers.
+#[no_mangle]
+pub extern "C" fn rcuref_poll(d: *const rcuref_rcu, cookie: u32) -> i32 {
+    match domain(d) {
+        Ok((_, rcu)) => i32::from(rcu.cookie_from_raw(cookie).poll()),
+        Err(e) => e,
+    }
+}
+
+pub use call_rcu::{
+    rcuref_call_rcu, rcuref_call_rcu_capacity, rcuref_call_rcu_pending, rcuref_call_rcu_run,
+    rcuref_callback, rcuref_rcu_barrier,
+};

@@ -1,0 +1,165 @@
+/*
+ * The C API, call by call: results and every error code (docs/c-api.md). Exits 0 when
+ * every check passes, 1 (naming the check) otherwise.
+ */
+#include "rcuref.h"
+#include <stdio.h>
+#include <stdlib.h>
+
+static int failures;
+#define CHECK(cond)                                                                  \
+	do {                                                                          \
+		if (!(cond)) {                                                        \
+			fprintf(stderr, "FAILED %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+			failures++;                                                   \
+		}                                                                     \
+	} while (0)
+
+static int calls;
+static void count_call(void *arg)
+{
+	(*(int *)arg)++;
+	calls++;
+}
+
+static int give_up_after(void *ctx, uint32_t attempts)
+{
+	return attempts >= *(uint32_t *)ctx;
+}
+
+int main(void)
+{
+	/* File references. */
+	rcuref_fileref32 r;
+	CHECK(rcuref_fileref32_init(&r, 1) == RCUREF_OK);
+	CHECK(rcuref_fileref32_read(&r) == 1);
+	CHECK(rcuref_fileref32_get(&r) == 1);
+	CHECK(rcuref_fileref32_inc(&r) == RCUREF_OK);
+	CHECK(rcuref_fileref32_read(&r) == 3);
+	CHECK(rcuref_fileref32_put(&r) == 0);
+	CHECK(rcuref_fileref32_put(&r) == 0);
+	CHECK(rcuref_fileref32_put(&r) == 1); /* the last */
+	CHECK(rcuref_fileref32_get(&r) == 0); /* dead: gets fail */
+	CHECK(rcuref_fileref32_read(&r) == 0);
+	CHECK(rcuref_fileref32_init(&r, 1) == RCUREF_OK);
+	CHECK(rcuref_fileref32_put_close(&r) == 1);
+	CHECK(rcuref_fileref32_init(&r, 0) == RCUREF_OK);
+	CHECK(rcuref_fileref32_get(&r) == 0);
+	CHECK(rcuref_fileref32_init(NULL, 1) == RCUREF_EINVAL);
+	CHECK(rcuref_fileref32_get(NULL) == RCUREF_EINVAL);
+	CHECK(rcuref_fileref32_inc(NULL) == RCUREF_EINVAL);
+	CHECK(rcuref_fileref32_put(NULL) == RCUREF_EINVAL);
+	CHECK(rcuref_fileref32_put_close(NULL) == RCUREF_EINVAL);
+	CHECK(rcuref_fileref32_read(NULL) == 0);
+	/* A misaligned pointer is refused like null (made from an integer: an
+	 * implementation-defined conversion, not a misaligned C access). */
+	uint64_t storage[2] = {0, 0};
+	rcuref_fileref32 *odd32 = (rcuref_fileref32 *)((uintptr_t)storage + 1);
+	rcuref_fileref64 *odd64 = (rcuref_fileref64 *)((uintptr_t)storage + 4);
+	CHECK(rcuref_fileref32_init(odd32, 1) == RCUREF_EINVAL);
+	CHECK(rcuref_fileref32_get(odd32) == RCUREF_EINVAL);
+	CHECK(rcuref_fileref64_put(odd64) == RCUREF_EINVAL);
+	CHECK(storage[0] == 0 && storage[1] == 0);
+
+	rcuref_fileref64 r64;
+	CHECK(rcuref_fileref64_init(&r64, 2) == RCUREF_OK);
+	CHECK(rcuref_fileref64_get(&r64) == 1);
+	CHECK(rcuref_fileref64_read(&r64) == 3);
+	CHECK(rcuref_fileref64_put(&r64) == 0);
+	CHECK(rcuref_fileref64_put(&r64) == 0);
+	CHECK(rcuref_fileref64_put(&r64) == 1);
+	CHECK(rcuref_fileref64_get(&r64) == 0);
+	CHECK(rcuref_fileref64_get(NULL) == RCUREF_EINVAL);
+
+	/* Domains. */
+	const rcuref_rcu *d = rcuref_rcu_domain(0);
+	CHECK(d != NULL);
+	CHECK(rcuref_rcu_domain(1) != NULL && rcuref_rcu_domain(1) != d);
+	CHECK(rcuref_rcu_domain(1000) == NULL);
+	uint32_t slots = rcuref_rcu_slots(d);
+	CHECK(slots >= 2);
+	CHECK(rcuref_rcu_slots(NULL) == 0);
+	int foreign_storage[64];
+	const rcuref_rcu *foreign = (const rcuref_rcu *)foreign_storage;
+	CHECK(rcuref_rcu_slots(foreign) == 0);
+
+	/* Split lock and unlock, nesting, errors. */
+	CHECK(rcuref_in_read_section(d, 0) == 0);
+	CHECK(rcuref_read_lock(d, 0) == RCUREF_OK);
+	CHECK(rcuref_read_lock(d, 0) == RCUREF_OK); /* nested */
+	CHECK(rcuref_in_read_section(d, 0) == 1);
+	CHECK(rcuref_read_unlock(d, 0) == RCUREF_OK);
+	CHECK(rcuref_in_read_section(d, 0) == 1);
+	CHECK(rcuref_read_unlock(d, 0) == RCUREF_OK);
+	CHECK(rcuref_in_read_section(d, 0) == 0);
+	CHECK(rcuref_read_unlock(d, 0) == RCUREF_ENOTLOCKED);
+	CHECK(rcuref_read_lock(NULL, 0) == RCUREF_EINVAL);
+	CHECK(rcuref_read_lock(foreign, 0) == RCUREF_EDOMAIN);
+	CHECK(rcuref_read_lock(d, slots) == RCUREF_ERANGE);
+	CHECK(rcuref_read_unlock(d, slots) == RCUREF_ERANGE);
+	CHECK(rcuref_in_read_section(d, slots) == RCUREF_ERANGE);
+
+	/* Publishing. */
+	static int a = 1, b = 2;
+	void *where = NULL;
+	CHECK(rcuref_assign_pointer(&where, &a) == RCUREF_OK);
+	CHECK(rcuref_dereference(&where) == &a);
+	CHECK(rcuref_exchange_pointer(&where, &b) == &a);
+	CHECK(rcuref_dereference(&where) == &b);
+	CHECK(rcuref_assign_pointer(NULL, &a) == RCUREF_EINVAL);
+	CHECK(rcuref_dereference(NULL) == NULL);
+	CHECK(rcuref_exchange_pointer(NULL, &a) == NULL);
+	void **odd_where = (void **)((uintptr_t)storage + 2);
+	CHECK(rcuref_assign_pointer(odd_where, &a) == RCUREF_EINVAL);
+	CHECK(rcuref_dereference(odd_where) == NULL);
+	CHECK(rcuref_exchange_pointer(odd_where, &a) == NULL);
+	CHECK(storage[0] == 0 && storage[1] == 0);
+
+	/* Waiting. */
+	CHECK(rcuref_synchronize(d, 0, NULL, NULL) == RCUREF_OK);
+	CHECK(rcuref_read_lock(d, 0) == RCUREF_OK);
+	CHECK(rcuref_synchronize(d, 0, NULL, NULL) == RCUREF_EINSECTION);
+	uint32_t limit = 3;
+	/* Another slot waits for slot 0's section: its hook gives up. */
+	CHECK(rcuref_synchronize(d, 1, give_up_after, &limit) == RCUREF_EGAVEUP);
+	uint32_t cookie = 0;
+	CHECK(rcuref_start_poll(d, &cookie) == RCUREF_OK);
+	CHECK(rcuref_poll(d, cookie) == 0); /* slot 0 still reads */
+	CHECK(rcuref_read_unlock(d, 0) == RCUREF_OK);
+	int done = 0;
+	for (int i = 0; i < 10 && !done; i++)
+		done = rcuref_poll(d, cookie);
+	CHECK(done == 1);
+	CHECK(rcuref_start_poll(d, NULL) == RCUREF_EINVAL);
+	CHECK(rcuref_start_poll(foreign, &cookie) == RCUREF_EDOMAIN);
+	CHECK(rcuref_poll(NULL, cookie) == RCUREF_EINVAL);
+	CHECK(rcuref_synchronize(d, slots, NULL, NULL) == RCUREF_ERANGE);
+
+	/* call_rcu: bounded, run after a grace period, barrier. */
+	uint32_t cap = rcuref_call_rcu_capacity(d);
+	CHECK(cap >= 1);
+	CHECK(rcuref_call_rcu(d, NULL, NULL) == RCUREF_EINVAL);
+	CHECK(rcuref_call_rcu(foreign, count_call, NULL) == RCUREF_EDOMAIN);
+	int hits = 0;
+	CHECK(rcuref_read_lock(d, 1) == RCUREF_OK);
+	for (uint32_t i = 0; i < cap; i++)
+		CHECK(rcuref_call_rcu(d, count_call, &hits) == RCUREF_OK);
+	CHECK(rcuref_call_rcu(d, count_call, &hits) == RCUREF_EFULL);
+	CHECK(rcuref_call_rcu_pending(d) == cap);
+	CHECK(rcuref_call_rcu_run(d) == 0); /* slot 1 is reading: nothing is due */
+	CHECK(hits == 0);
+	CHECK(rcuref_rcu_barrier(d, 1, NULL, NULL) == RCUREF_EINSECTION);
+	CHECK(rcuref_read_unlock(d, 1) == RCUREF_OK);
+	CHECK(rcuref_rcu_barrier(d, 0, NULL, NULL) == RCUREF_OK);
+	CHECK(hits == (int)cap);
+	CHECK(rcuref_call_rcu_pending(d) == 0);
+	CHECK(rcuref_call_rcu_run(NULL) == RCUREF_EINVAL);
+	CHECK(rcuref_rcu_barrier(foreign, 0, NULL, NULL) == RCUREF_EDOMAIN);
+
+	if (failures) {
+		fprintf(stderr, "api: %d check(s) failed\n", failures);
+		return 1;
+	}
+	printf("api: every check passed (%u slots, %u call_rcu places)\n", slots, cap);
+	return 0;
+}

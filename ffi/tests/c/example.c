@@ -1,0 +1,94 @@
+/*
+ * An RTOS-shaped use of rcuref's C API (docs/c-api.md shows this file): a routing
+ * table that a control task replaces while the receive interrupt looks routes up.
+ * The interrupt never blocks and never takes a lock; the old table is freed after a
+ * grace period by call_rcu, or by waiting when the queue is full.
+ */
+#include "rcuref.h"
+#include <stdint.h>
+#include <stdlib.h> /* malloc and free stand in for the RTOS's allocator */
+
+/* One reader slot per context that reads: a task, an interrupt priority level. */
+enum { SLOT_CONTROL_TASK = 0, SLOT_RX_IRQ = 1 };
+
+#define ROUTES 16
+
+struct route_table {
+	uint32_t version;
+	uint32_t next_hop[ROUTES];
+};
+
+static const rcuref_rcu *rcu;
+static void *table; /* the published struct route_table * */
+
+int routes_init(void)
+{
+	rcu = rcuref_rcu_domain(0);
+	return rcu && rcuref_rcu_slots(rcu) > SLOT_RX_IRQ ? 0 : -1;
+}
+
+/* In the receive interrupt handler: the next hop for `dst`, 0 if none. */
+uint32_t rx_irq_route(uint32_t dst)
+{
+	uint32_t hop = 0;
+	rcuref_read_lock(rcu, SLOT_RX_IRQ);
+	const struct route_table *t = rcuref_dereference(&table);
+	if (t && dst < ROUTES)
+		hop = t->next_hop[dst];
+	rcuref_read_unlock(rcu, SLOT_RX_IRQ);
+	return hop;
+}
+
+static void free_table(void *old)
+{
+	free(old);
+}
+
+/* The control task's wait hook: yield to other tasks between attempts. */
+extern void rtos_yield(void);
+static int yield_hook(void *ctx, uint32_t attempts)
+{
+	(void)ctx;
+	(void)attempts;
+	rtos_yield();
+	return 0; /* keep waiting */
+}
+
+/* In the control task: publish a new table (every route via `hop`). */
+int routes_update(uint32_t version, uint32_t hop)
+{
+	struct route_table *t = malloc(sizeof *t);
+	if (!t)
+		return -1;
+	t->version = version;
+	for (int i = 0; i < ROUTES; i++)
+		t->next_hop[i] = hop;
+	void *old = rcuref_exchange_pointer(&table, t); /* readers now find t */
+	if (!old)
+		return 0;
+	if (rcuref_call_rcu(rcu, free_table, old) == RCUREF_EFULL) {
+		/* No room in the queue: wait for the readers, then free it here. */
+		if (rcuref_synchronize(rcu, SLOT_CONTROL_TASK, yield_hook, NULL) != RCUREF_OK)
+			return -1;
+		free(old);
+	}
+	return 0;
+}
+
+/* From the idle task or a timer: free the old tables whose readers are gone. */
+void routes_housekeeping(void)
+{
+	rcuref_call_rcu_run(rcu);
+}
+
+/* At shutdown, from the control task: free every table still queued. */
+int routes_shutdown(void)
+{
+	void *last = rcuref_exchange_pointer(&table, NULL);
+	/* The barrier waits for a grace period that began after this unpublish, so the
+	 * last table has no readers left either when it returns. */
+	if (rcuref_rcu_barrier(rcu, SLOT_CONTROL_TASK, yield_hook, NULL) != RCUREF_OK)
+		return -1;
+	free(last);
+	return 0;
+}

@@ -1,0 +1,235 @@
+//! `cargo xtask header` writes `ffi/include/rcuref.h` with cbindgen; `cargo xtask ffi`
+//! (a step of `cargo xtask test`) checks the C API:
+//!
+//! 1. the committed header is what cbindgen makes of `ffi/src` now;
+//! 2. the static library builds for the host and every target of the matrix;
+//! 3. on the host, gcc builds the C suite against it and runs it: `api.c` (every
+//!    function, every error code), `torture.c` plain and under ThreadSanitizer, its
+//!    broken variant (which must be caught), and docs/c-api.md's example under
+//!    AddressSanitizer; the header also compiles as C++.
+//!
+//! It also checks that the example in docs/c-api.md is `ffi/tests/c/example.c` as is.
+
+use crate::steps::workspace_root;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The header cbindgen makes of `ffi/` now.
+fn generate() -> Result<String, String> {
+    let dir = workspace_root().join("ffi");
+    let config = cbindgen::Config::from_file(dir.join("cbindgen.toml"))
+        .map_err(|e| format!("ffi/cbindgen.toml: {e}"))?;
+    let bindings = cbindgen::Builder::new()
+        .with_crate(&dir)
+        .with_config(config)
+        .generate()
+        .map_err(|e| format!("cbindgen: {e}"))?;
+    let mut out = Vec::new();
+    bindings.write(&mut out);
+    String::from_utf8(out).map_err(|e| e.to_string())
+}
+
+fn header_path() -> PathBuf {
+    workspace_root().join("ffi/include/rcuref.h")
+}
+
+/// `cargo xtask header`: writes the header.
+pub fn header() -> Result<(), String> {
+    let h = generate()?;
+    std::fs::write(header_path(), h).map_err(|e| e.to_string())?;
+    println!("header: wrote ffi/include/rcuref.h");
+    Ok(())
+}
+
+struct Tally {
+    passed: u32,
+    failed: Vec<String>,
+}
+
+impl Tally {
+    fn check(&mut self, name: &str, r: Result<(), String>) {
+        match r {
+            Ok(()) => {
+                println!("  ok: {name}");
+                self.passed += 1;
+            }
+            Err(e) => {
+                println!("  FAILED: {name}: {e}");
+                self.failed.push(name.to_string());
+            }
+        }
+    }
+}
+
+fn run(cmd: &mut Command) -> Result<String, String> {
+    let out = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    if out.status.success() {
+        Ok(text)
+    } else {
+        Err(format!("{cmd:?} failed ({}):\n{text}", out.status))
+    }
+}
+
+fn build_lib(target: Option<&str>) -> Result<(), String> {
+    let mut c = Command::new("cargo");
+    c.current_dir(workspace_root())
+        .args(["build", "-q", "-p", "rcuref-ffi", "--profile", "ffi"]);
+    if let Some(t) = target {
+        c.args(["--target", t]);
+    }
+    run(&mut c).map(|_| ())
+}
+
+/// gcc `sources` with the header and the host archive into `out`, with `extra` flags.
+fn cc(root: &Path, sources: &[&str], out: &Path, extra: &[&str]) -> Result<(), String> {
+    let c_dir = root.join("ffi/tests/c");
+    let mut c = Command::new("gcc");
+    c.args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-g"])
+        .args(extra)
+        .arg("-I")
+        .arg(root.join("ffi/include"))
+        .arg("-I")
+        .arg(&c_dir);
+    for s in sources {
+        c.arg(c_dir.join(s));
+    }
+    c.arg(root.join("target/ffi/librcuref_ffi.a"))
+        .args(["-lpthread", "-o"])
+        .arg(out);
+    run(&mut c).map(|_| ())
+}
+
+/// Runs `bin` with `args`; its output is printed.
+fn exec(bin: &Path, args: &[&str]) -> Result<(), String> {
+    let out = run(Command::new(bin).args(args))?;
+    print!("{}", indent(&out));
+    Ok(())
+}
+
+fn indent(s: &str) -> String {
+    s.lines().map(|l| format!("      {l}\n")).collect()
+}
+
+/// The example block of docs/c-api.md, between its markers.
+fn page_example(root: &Path) -> Result<String, String> {
+    let page = std::fs::read_to_string(root.join("docs/c-api.md")).map_err(|e| e.to_string())?;
+    let start = page
+        .find("<!-- example.c begins -->\n```c\n")
+        .ok_or("docs/c-api.md: no example.c block")?;
+    let body = &page[start..];
+    let body = &body[body.find("```c\n").unwrap() + 5..];
+    let end = body
+        .find("```\n<!-- example.c ends -->")
+        .ok_or("docs/c-api.md: the example.c block does not end")?;
+    Ok(body[..end].to_string())
+}
+
+/// `cargo xtask ffi`.
+pub fn check(targets: &[&str]) -> Result<(), String> {
+    crate::install::c_tools()?;
+    crate::install::targets(targets)?;
+    let root = workspace_root();
+    let mut t = Tally {
+        passed: 0,
+        failed: Vec::new(),
+    };
+    t.check(
+        "header: ffi/include/rcuref.h is what cbindgen makes of ffi/src",
+        {
+            generate().and_then(|h| {
+                let have = std::fs::read_to_string(header_path()).unwrap_or_default();
+                if have == h {
+                    Ok(())
+                } else {
+                    Err("differs: run `cargo xtask header` and review the diff".into())
+                }
+            })
+        },
+    );
+    t.check(
+        "docs/c-api.md shows ffi/tests/c/example.c as it is",
+        page_example(&root).and_then(|e| {
+            let file = std::fs::read_to_string(root.join("ffi/tests/c/example.c"))
+                .map_err(|e| e.to_string())?;
+            if e == file {
+                Ok(())
+            } else {
+                Err("the page's copy differs from the file".into())
+            }
+        }),
+    );
+    t.check("static library: host", build_lib(None));
+    for target in targets {
+        t.check(
+            &format!("static library: {target}"),
+            build_lib(Some(target)),
+        );
+    }
+    let bin = root.join("target/ffi-tests");
+    std::fs::create_dir_all(&bin).map_err(|e| e.to_string())?;
+    t.check(
+        "api.c: every function and error code",
+        cc(&root, &["api.c"], &bin.join("api"), &["-O2"]).and_then(|_| exec(&bin.join("api"), &[])),
+    );
+    t.check(
+        "torture.c: readers, references, synchronize and call_rcu (2 s)",
+        cc(&root, &["torture.c"], &bin.join("torture"), &["-O2"])
+            .and_then(|_| exec(&bin.join("torture"), &["2000"])),
+    );
+    t.check(
+        "torture.c, negative control: retired without a grace period, must be caught",
+        exec(&bin.join("torture"), &["2000", "broken"]),
+    );
+    t.check(
+        "torture.c under ThreadSanitizer (1 s)",
+        cc(
+            &root,
+            &["torture.c"],
+            &bin.join("torture-tsan"),
+            &["-O1", "-fsanitize=thread"],
+        )
+        .and_then(|_| exec(&bin.join("torture-tsan"), &["1000"])),
+    );
+    t.check(
+        "docs/c-api.md's example under AddressSanitizer",
+        cc(
+            &root,
+            &["example_test.c"],
+            &bin.join("example"),
+            &["-O1", "-fsanitize=address", "-fno-omit-frame-pointer"],
+        )
+        .and_then(|_| exec(&bin.join("example"), &[])),
+    );
+    t.check("the header compiles as C++", {
+        let src = bin.join("header.cpp");
+        std::fs::write(
+            &src,
+            "#include \"rcuref.h\"\nint main() { return RCUREF_OK; }\n",
+        )
+        .map_err(|e| e.to_string())
+        .and_then(|_| {
+            run(Command::new("g++")
+                .args(["-std=c++17", "-Wall", "-Werror", "-fsyntax-only", "-I"])
+                .arg(root.join("ffi/include"))
+                .arg(&src))
+            .map(|_| ())
+        })
+    });
+    println!(
+        "test result: {}. {} passed; {} failed",
+        if t.failed.is_empty() { "ok" } else { "FAILED" },
+        t.passed,
+        t.failed.len()
+    );
+    if t.failed.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "ffi: {} check(s) failed: {}",
+            t.failed.len(),
+            t.failed.join("; ")
+        ))
+    }
+}
