@@ -6,7 +6,10 @@
 //! 3. on the host, gcc builds the C suite against it and runs it: `api.c` (every
 //!    function, every error code), `torture.c` plain and under ThreadSanitizer, its
 //!    broken variant (which must be caught), and docs/c-api.md's example under
-//!    AddressSanitizer; the header also compiles as C++.
+//!    AddressSanitizer; the header also compiles as C++;
+//! 4. a C firmware built with arm-none-eabi-gcc runs in QEMU on a Cortex-M4 through the
+//!    runner (`ffi/tests/firmware/`), and its broken variant must be caught (skipped
+//!    with `--host-only`).
 //!
 //! It also checks that the example in docs/c-api.md is `ffi/tests/c/example.c` as is.
 
@@ -126,10 +129,54 @@ fn page_example(root: &Path) -> Result<String, String> {
     Ok(body[..end].to_string())
 }
 
-/// `cargo xtask ffi`.
-pub fn check(targets: &[&str]) -> Result<(), String> {
-    crate::install::c_tools()?;
+/// The C firmware (`ffi/tests/firmware/`) for `thumbv7em-none-eabihf`, with `defines`.
+fn firmware(root: &Path, out: &Path, defines: &[&str]) -> Result<(), String> {
+    let dir = root.join("ffi/tests/firmware");
+    let mut c = Command::new("arm-none-eabi-gcc");
+    c.args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-O2", "-g"])
+        .args([
+            "-mcpu=cortex-m4",
+            "-mthumb",
+            "-mfloat-abi=hard",
+            "-mfpu=fpv4-sp-d16",
+        ])
+        .args(["-ffreestanding", "-nostdlib", "-nostartfiles"])
+        .args(defines)
+        .arg("-I")
+        .arg(root.join("ffi/include"))
+        .arg("-T")
+        .arg(dir.join("link.ld"))
+        .arg(dir.join("startup.c"))
+        .arg(dir.join("firmware.c"))
+        .arg(root.join("target/thumbv7em-none-eabihf/ffi/librcuref_ffi.a"))
+        .args([
+            "-lgcc",
+            "-Wl,--gc-sections",
+            "-Wl,--no-warn-execstack",
+            "-o",
+        ])
+        .arg(out);
+    run(&mut c).map(|_| ())
+}
+
+/// Runs a C firmware through the runner in QEMU (mps2-an386); its exit status decides.
+fn in_qemu(elf: &Path) -> Result<(), String> {
+    crate::qemu::run(&[
+        "--target".into(),
+        "thumbv7em-none-eabihf".into(),
+        "--program-timeout".into(),
+        "120".into(),
+        elf.display().to_string(),
+    ])
+}
+
+/// `cargo xtask ffi [--host-only]`.
+pub fn check(targets: &[&str], host_only: bool) -> Result<(), String> {
+    crate::install::c_tools(!host_only)?;
     crate::install::targets(targets)?;
+    if !host_only {
+        crate::install::qemu()?;
+    }
     let root = workspace_root();
     let mut t = Tally {
         passed: 0,
@@ -202,6 +249,20 @@ pub fn check(targets: &[&str]) -> Result<(), String> {
         )
         .and_then(|_| exec(&bin.join("example"), &[])),
     );
+    if !host_only && targets.contains(&"thumbv7em-none-eabihf") {
+        t.check(
+            "C firmware in QEMU (Cortex-M4): a thread reader, an interrupt reader, call_rcu \
+             from the interrupt",
+            firmware(&root, &bin.join("firmware.elf"), &[])
+                .and_then(|_| in_qemu(&bin.join("firmware.elf"))),
+        );
+        t.check(
+            "C firmware, negative control: the interrupt frees without a grace period, must \
+             be caught",
+            firmware(&root, &bin.join("firmware-broken.elf"), &["-DBROKEN"])
+                .and_then(|_| in_qemu(&bin.join("firmware-broken.elf"))),
+        );
+    }
     t.check("the header compiles as C++", {
         let src = bin.join("header.cpp");
         std::fs::write(

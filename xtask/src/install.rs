@@ -155,9 +155,14 @@ pub fn bench_tools() -> Result<(), String> {
 }
 
 /// The C API's tests (`cargo xtask ffi`): gcc and g++ (Debian's gcc brings the
-/// ThreadSanitizer and AddressSanitizer runtimes).
-pub fn c_tools() -> Result<(), String> {
-    let missing: Vec<&str> = [("gcc", "gcc"), ("g++", "g++")]
+/// ThreadSanitizer and AddressSanitizer runtimes), and with `firmware` Debian's
+/// arm-none-eabi-gcc (about 50 MB to download).
+pub fn c_tools(firmware: bool) -> Result<(), String> {
+    let mut tools = vec![("gcc", "gcc"), ("g++", "g++")];
+    if firmware {
+        tools.push(("arm-none-eabi-gcc", "gcc-arm-none-eabi"));
+    }
+    let missing: Vec<&str> = tools
         .into_iter()
         .filter(|(cmd, _)| !quiet_ok(cmd, &["--version"]))
         .map(|(_, pkg)| pkg)

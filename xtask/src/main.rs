@@ -43,8 +43,10 @@ const USAGE: &str = "usage: cargo xtask <command>
            weakened twin (Sometimes); --bless rewrites litmus/tests and litmus/code;
            --control compiles a broken variant and requires the check to fail
   header   regenerate ffi/include/rcuref.h (the C API's header) with cbindgen
-  ffi      the C API: header current, static library for the host and every target,
-           the C suite with gcc (plain, ThreadSanitizer, AddressSanitizer)
+  ffi [--host-only]
+           the C API: header current, static library for the host and every target,
+           the C suite with gcc (plain, ThreadSanitizer, AddressSanitizer), a C
+           firmware with arm-none-eabi-gcc in QEMU (not with --host-only)
   size [--save]
            code size of the hot paths per embedded target (release), compared with
            docs/size-baseline.tsv (--save rewrites it)
@@ -146,7 +148,7 @@ fn main() -> ExitCode {
         Some("mutants") => mutants::run(&args[1..]),
         Some("litmus") => litmus::run(&args[1..]),
         Some("header") => ffi::header(),
-        Some("ffi") => ffi::check(TARGETS),
+        Some("ffi") => ffi::check(TARGETS, args.iter().any(|a| a == "--host-only")),
         Some("-h" | "--help") => {
             println!("{USAGE}");
             Ok(())
@@ -325,8 +327,12 @@ fn test(args: &[String]) -> Result<(), String> {
     run.cargo(
         "ffi: the C API: header current, static library for the host and every target, \
          the C suite (api, torture plain / TSan / its broken control, the C page's example \
-         under ASan)",
-        &["xtask", "ffi"],
+         under ASan), a C firmware in QEMU and its broken control",
+        if host_only {
+            &["xtask", "ffi", "--host-only"][..]
+        } else {
+            &["xtask", "ffi"][..]
+        },
         &[],
     );
     run.cargo(
