@@ -92,6 +92,28 @@ typedef int32_t (*rcuref_wait_hook)(void *ctx, uint32_t attempts);
  */
 typedef void (*rcuref_callback)(void *arg);
 
+/**
+ * A pool: storage for `rcuref_pool_init` (zero it, or init it, before any other
+ * call). Private: use it only through these functions.
+ */
+typedef struct rcuref_pool {
+  size_t _storage[8];
+} rcuref_pool;
+
+/**
+ * Called with an object whose last reference was just put, before the pool reuses it.
+ */
+typedef void (*rcuref_pool_destroy)(void *obj);
+
+/**
+ * What each pooled object embeds, anywhere in it: its reference count and its claim
+ * flag. Only the pool functions touch it.
+ */
+typedef struct rcuref_pool_node {
+  struct rcuref_fileref32 count;
+  uint32_t claimed;
+} rcuref_pool_node;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -350,6 +372,79 @@ uint32_t rcuref_call_rcu_pending(const struct rcuref_rcu *d);
 uint32_t rcuref_call_rcu_capacity(const struct rcuref_rcu *d);
 
 extern void abort(void);
+
+/**
+ * Makes `p` a pool of the caller's `count` objects at `objects`, `stride` bytes apart,
+ * each embedding an `rcuref_pool_node` at `node_offset`; every object starts free.
+ * `destroy` (may be null) is called with an object after its last put, before it is
+ * reused. Returns `RCUREF_OK`, or `RCUREF_EINVAL` (a null pointer, `count` 0, a
+ * `stride` or `node_offset` that puts a node outside its object or misaligned).
+ *
+ * # Safety
+ * `p` points to writable pool storage that no other context uses during the call;
+ * `objects` to `count * stride` bytes that live as long as the pool and whose nodes
+ * are touched only by these functions from now on.
+ */
+int32_t rcuref_pool_init(struct rcuref_pool *p, void *objects, size_t stride, size_t node_offset, uint32_t count, rcuref_pool_destroy destroy);
+
+/**
+ * Claims a free object: writes it to `*obj`. Its count is still dead, so lookups fail
+ * on it: write its fields, then `rcuref_pool_publish` it. Never blocks. Returns
+ * `RCUREF_OK`, `RCUREF_EFULL` (every object was seen in use during the call) or
+ * `RCUREF_EINVAL`.
+ *
+ * # Safety
+ * `p` is null or an initialised pool; `obj` is null or writable.
+ */
+int32_t rcuref_pool_alloc(const struct rcuref_pool *p, void **obj);
+
+/**
+ * Publishes a claimed object's count: one reference, the caller's, with a release
+ * store, so a reader whose get succeeds sees the fields written before. Call it after
+ * writing every field and before storing the object where readers find it. Returns
+ * `RCUREF_OK`, `RCUREF_EDOMAIN` (not an object of this pool), or `RCUREF_EINVAL` (a
+ * bad pool, or an object that is not claimed or already published).
+ *
+ * # Safety
+ * `p` is null or an initialised pool.
+ */
+int32_t rcuref_pool_publish(const struct rcuref_pool *p, void *obj);
+
+/**
+ * Tries to take a reference to a pool object found through a published location
+ * (inside a read section): 1 taken (re-check that it is still the object you looked
+ * for, and put it if not), 0 (free or dying: not yours to use), or `RCUREF_EDOMAIN` /
+ * `RCUREF_EINVAL`.
+ *
+ * # Safety
+ * `p` is null or an initialised pool.
+ */
+int32_t rcuref_pool_get(const struct rcuref_pool *p, const void *obj);
+
+/**
+ * Drops a reference. The last one calls the pool's `destroy` with the object and then
+ * frees it for reuse; returns 1 then, 0 otherwise, or `RCUREF_EDOMAIN` /
+ * `RCUREF_EINVAL`.
+ *
+ * # Safety
+ * `p` is null or an initialised pool, and the caller holds the reference it drops.
+ */
+int32_t rcuref_pool_put(const struct rcuref_pool *p, void *obj);
+
+/**
+ * Looks up the pool object published at `*location` and takes a reference to it
+ * (inside a read section: the kernel's `__get_file_rcu`): loads the location, gets a
+ * reference, and loads the location again; if it names another object by then, puts
+ * the reference and starts over. Writes the object (or null: the location is empty)
+ * to `*out`. Returns `RCUREF_OK`, `RCUREF_EDOMAIN` (the location holds a pointer that
+ * is not an object of this pool) or `RCUREF_EINVAL`.
+ *
+ * # Safety
+ * `p` is null or an initialised pool; `location` is null or a pointer location
+ * written only with `rcuref_assign_pointer`/`rcuref_exchange_pointer`; `out` is null
+ * or writable; the caller is inside a read section.
+ */
+int32_t rcuref_pool_lookup(const struct rcuref_pool *p, void *const *location, void **out);
 
 #ifdef __cplusplus
 }  // extern "C"

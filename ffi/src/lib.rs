@@ -45,6 +45,7 @@ mod config {
 mod call_rcu;
 #[cfg(feature = "panic-handler")]
 mod panic;
+mod pool;
 
 pub(crate) use config::SLOTS;
 
@@ -537,4 +538,8 @@ pub extern "C" fn rcuref_poll(d: *const rcuref_rcu, cookie: u32) -> i32 {
 pub use call_rcu::{
     rcuref_call_rcu, rcuref_call_rcu_capacity, rcuref_call_rcu_pending, rcuref_call_rcu_run,
     rcuref_callback, rcuref_rcu_barrier,
+};
+pub use pool::{
+    rcuref_pool, rcuref_pool_alloc, rcuref_pool_destroy, rcuref_pool_get, rcuref_pool_init,
+    rcuref_pool_lookup, rcuref_pool_node, rcuref_pool_publish, rcuref_pool_put,
 };

@@ -4,8 +4,9 @@
 //! 1. the committed header is what cbindgen makes of `ffi/src` now;
 //! 2. the static library builds for the host and every target of the matrix;
 //! 3. on the host, gcc builds the C suite against it and runs it: `api.c` (every
-//!    function, every error code), `torture.c` plain and under ThreadSanitizer, its
-//!    broken variant (which must be caught), and docs/c-api.md's example under
+//!    function, every error code), `torture.c` and `pool_torture.c` plain and under
+//!    ThreadSanitizer, their broken variants (which must be caught), and docs/c-api.md's
+//!    example under
 //!    AddressSanitizer; the header also compiles as C++;
 //! 4. a C firmware built with arm-none-eabi-gcc runs in QEMU on a Cortex-M4 through the
 //!    runner (`ffi/tests/firmware/`), and its broken variant must be caught (skipped
@@ -228,6 +229,30 @@ pub fn check(targets: &[&str], host_only: bool) -> Result<(), String> {
     t.check(
         "torture.c, negative control: retired without a grace period, must be caught",
         exec(&bin.join("torture"), &["2000", "broken"]),
+    );
+    t.check(
+        "pool_torture.c: lookups with re-check while objects are reused at once (2 s)",
+        cc(
+            &root,
+            &["pool_torture.c"],
+            &bin.join("pool_torture"),
+            &["-O2"],
+        )
+        .and_then(|_| exec(&bin.join("pool_torture"), &["2000"])),
+    );
+    t.check(
+        "pool_torture.c, negative control: lookups without the re-check, must be caught",
+        exec(&bin.join("pool_torture"), &["2000", "no-recheck"]),
+    );
+    t.check(
+        "pool_torture.c under ThreadSanitizer (1 s)",
+        cc(
+            &root,
+            &["pool_torture.c"],
+            &bin.join("pool_torture-tsan"),
+            &["-O1", "-fsanitize=thread"],
+        )
+        .and_then(|_| exec(&bin.join("pool_torture-tsan"), &["1000"])),
     );
     t.check(
         "torture.c under ThreadSanitizer (1 s)",

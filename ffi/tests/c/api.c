@@ -3,6 +3,7 @@
  * every check passes, 1 (naming the check) otherwise.
  */
 #include "rcuref.h"
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -20,6 +21,13 @@ static void count_call(void *arg)
 {
 	(*(int *)arg)++;
 	calls++;
+}
+
+static int destroyed;
+static void count_call_obj(void *obj)
+{
+	(void)obj;
+	destroyed++;
 }
 
 static int give_up_after(void *ctx, uint32_t attempts)
@@ -155,6 +163,47 @@ int main(void)
 	CHECK(rcuref_call_rcu_pending(d) == 0);
 	CHECK(rcuref_call_rcu_run(NULL) == RCUREF_EINVAL);
 	CHECK(rcuref_rcu_barrier(foreign, 0, NULL, NULL) == RCUREF_EDOMAIN);
+
+	/* The pool: caller storage, a node per object, errors. */
+	struct thing {
+		uint32_t key;
+		rcuref_pool_node node;
+	} things[3];
+	rcuref_pool pool = {0};
+	void *got = NULL, *loc = NULL;
+	CHECK(rcuref_pool_alloc(&pool, &got) == RCUREF_EINVAL); /* not initialised */
+	CHECK(rcuref_pool_init(&pool, things, sizeof things[0], 1, 3, NULL) == RCUREF_EINVAL);
+	CHECK(rcuref_pool_init(&pool, things, 4, 0, 3, NULL) == RCUREF_EINVAL); /* node too big */
+	CHECK(rcuref_pool_init(&pool, things, sizeof things[0], 0, 0, NULL) == RCUREF_EINVAL);
+	CHECK(rcuref_pool_init(NULL, things, sizeof things[0], 0, 3, NULL) == RCUREF_EINVAL);
+	CHECK(rcuref_pool_init(&pool, things, sizeof things[0],
+			       offsetof(struct thing, node), 3, count_call_obj) == RCUREF_OK);
+	for (int i = 0; i < 3; i++) {
+		CHECK(rcuref_pool_alloc(&pool, &got) == RCUREF_OK);
+		CHECK(rcuref_pool_get(&pool, got) == 0); /* claimed, not published: dead */
+		((struct thing *)got)->key = (uint32_t)i;
+		CHECK(rcuref_pool_publish(&pool, got) == RCUREF_OK);
+		CHECK(rcuref_pool_publish(&pool, got) == RCUREF_EINVAL); /* twice */
+	}
+	CHECK(rcuref_pool_alloc(&pool, &got) == RCUREF_EFULL);
+	CHECK(rcuref_pool_get(&pool, &things[0].key + 1) == RCUREF_EDOMAIN); /* inside one */
+	CHECK(rcuref_pool_get(&pool, &a) == RCUREF_EDOMAIN);                 /* elsewhere */
+	CHECK(rcuref_pool_put(&pool, &things[3]) == RCUREF_EDOMAIN);         /* past the end */
+	rcuref_assign_pointer(&loc, &things[1]);
+	void *found = NULL;
+	CHECK(rcuref_read_lock(d, 0) == RCUREF_OK);
+	CHECK(rcuref_pool_lookup(&pool, &loc, &found) == RCUREF_OK && found == &things[1]);
+	CHECK(rcuref_read_unlock(d, 0) == RCUREF_OK);
+	CHECK(rcuref_pool_put(&pool, found) == 0); /* the lookup's reference */
+	destroyed = 0;
+	CHECK(rcuref_pool_put(&pool, &things[1]) == 1); /* the last: destroyed, free */
+	CHECK(destroyed == 1);
+	CHECK(rcuref_pool_lookup(&pool, &loc, &found) == RCUREF_OK && found == NULL); /* dying */
+	rcuref_assign_pointer(&loc, &a);
+	CHECK(rcuref_pool_lookup(&pool, &loc, &found) == RCUREF_EDOMAIN);
+	CHECK(rcuref_pool_lookup(&pool, NULL, &found) == RCUREF_EINVAL);
+	CHECK(rcuref_pool_alloc(&pool, &got) == RCUREF_OK && got == &things[1]); /* reused */
+	CHECK(rcuref_pool_publish(&pool, &things[0]) == RCUREF_EINVAL);           /* live */
 
 	if (failures) {
 		fprintf(stderr, "api: %d check(s) failed\n", failures);
