@@ -8,9 +8,9 @@
 //!    ThreadSanitizer, their broken variants (which must be caught), and docs/c-api.md's
 //!    example under
 //!    AddressSanitizer; the header also compiles as C++;
-//! 4. a C firmware built with arm-none-eabi-gcc runs in QEMU on a Cortex-M4 through the
-//!    runner (`ffi/tests/firmware/`), and its broken variant must be caught (skipped
-//!    with `--host-only`).
+//! 4. a C firmware runs in QEMU through the runner, built with arm-none-eabi-gcc for a
+//!    Cortex-M4 and with riscv64-unknown-elf-gcc for a two-hart RV64 (`ffi/tests/
+//!    firmware*`), and its broken variant must be caught (skipped with `--host-only`).
 //!
 //! It also checks that the example in docs/c-api.md is `ffi/tests/c/example.c` as is.
 
@@ -130,17 +130,47 @@ fn page_example(root: &Path) -> Result<String, String> {
     Ok(body[..end].to_string())
 }
 
-/// The C firmware (`ffi/tests/firmware/`) for `thumbv7em-none-eabihf`, with `defines`.
-fn firmware(root: &Path, out: &Path, defines: &[&str]) -> Result<(), String> {
-    let dir = root.join("ffi/tests/firmware");
-    let mut c = Command::new("arm-none-eabi-gcc");
-    c.args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-O2", "-g"])
-        .args([
+/// A C firmware target: the Rust target, the C compiler, its flags, the start-up dir.
+struct Firmware {
+    target: &'static str,
+    cc: &'static str,
+    flags: &'static [&'static str],
+    startup: &'static str,
+}
+
+const FIRMWARE: [Firmware; 2] = [
+    Firmware {
+        target: "thumbv7em-none-eabihf",
+        cc: "arm-none-eabi-gcc",
+        flags: &[
             "-mcpu=cortex-m4",
             "-mthumb",
             "-mfloat-abi=hard",
             "-mfpu=fpv4-sp-d16",
-        ])
+        ],
+        startup: "ffi/tests/firmware",
+    },
+    Firmware {
+        target: "riscv64gc-unknown-none-elf",
+        cc: "riscv64-unknown-elf-gcc",
+        flags: &[
+            "-march=rv64gc",
+            "-mabi=lp64d",
+            "-mcmodel=medany",
+            "-DSECOND_HART",
+            "-Wl,--no-warn-rwx-segments",
+        ],
+        startup: "ffi/tests/firmware-riscv",
+    },
+];
+
+/// The C firmware (`ffi/tests/firmware/firmware.c` with `fw`'s start-up), with
+/// `defines`.
+fn firmware(root: &Path, fw: &Firmware, out: &Path, defines: &[&str]) -> Result<(), String> {
+    let dir = root.join(fw.startup);
+    let mut c = Command::new(fw.cc);
+    c.args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-O2", "-g"])
+        .args(fw.flags)
         .args(["-ffreestanding", "-nostdlib", "-nostartfiles"])
         .args(defines)
         .arg("-I")
@@ -148,8 +178,8 @@ fn firmware(root: &Path, out: &Path, defines: &[&str]) -> Result<(), String> {
         .arg("-T")
         .arg(dir.join("link.ld"))
         .arg(dir.join("startup.c"))
-        .arg(dir.join("firmware.c"))
-        .arg(root.join("target/thumbv7em-none-eabihf/ffi/librcuref_ffi.a"))
+        .arg(root.join("ffi/tests/firmware/firmware.c"))
+        .arg(root.join(format!("target/{}/ffi/librcuref_ffi.a", fw.target)))
         .args([
             "-lgcc",
             "-Wl,--gc-sections",
@@ -160,11 +190,11 @@ fn firmware(root: &Path, out: &Path, defines: &[&str]) -> Result<(), String> {
     run(&mut c).map(|_| ())
 }
 
-/// Runs a C firmware through the runner in QEMU (mps2-an386); its exit status decides.
-fn in_qemu(elf: &Path) -> Result<(), String> {
+/// Runs a C firmware through the runner in QEMU; its exit status decides.
+fn in_qemu(target: &str, elf: &Path) -> Result<(), String> {
     crate::qemu::run(&[
         "--target".into(),
-        "thumbv7em-none-eabihf".into(),
+        target.into(),
         "--program-timeout".into(),
         "120".into(),
         elf.display().to_string(),
@@ -274,18 +304,34 @@ pub fn check(targets: &[&str], host_only: bool) -> Result<(), String> {
         )
         .and_then(|_| exec(&bin.join("example"), &[])),
     );
-    if !host_only && targets.contains(&"thumbv7em-none-eabihf") {
-        t.check(
-            "C firmware in QEMU (Cortex-M4): a thread reader, an interrupt reader, call_rcu \
-             from the interrupt",
-            firmware(&root, &bin.join("firmware.elf"), &[])
-                .and_then(|_| in_qemu(&bin.join("firmware.elf"))),
+    for fw in FIRMWARE
+        .iter()
+        .filter(|f| !host_only && targets.contains(&f.target))
+    {
+        let (elf, broken) = (
+            bin.join(format!("firmware-{}.elf", fw.target)),
+            bin.join(format!("firmware-{}-broken.elf", fw.target)),
         );
         t.check(
-            "C firmware, negative control: the interrupt frees without a grace period, must \
-             be caught",
-            firmware(&root, &bin.join("firmware-broken.elf"), &["-DBROKEN"])
-                .and_then(|_| in_qemu(&bin.join("firmware-broken.elf"))),
+            &format!(
+                "C firmware in QEMU ({}): a thread reader, an interrupt reader, call_rcu \
+                 from the interrupt{}",
+                fw.target,
+                if fw.flags.contains(&"-DSECOND_HART") {
+                    ", a reader on the second hart"
+                } else {
+                    ""
+                }
+            ),
+            firmware(&root, fw, &elf, &[]).and_then(|_| in_qemu(fw.target, &elf)),
+        );
+        t.check(
+            &format!(
+                "C firmware ({}), negative control: the interrupt frees without a grace \
+                 period, must be caught",
+                fw.target
+            ),
+            firmware(&root, fw, &broken, &["-DBROKEN"]).and_then(|_| in_qemu(fw.target, &broken)),
         );
     }
     t.check("the header compiles as C++", {

@@ -156,11 +156,12 @@ pub fn bench_tools() -> Result<(), String> {
 
 /// The C API's tests (`cargo xtask ffi`): gcc and g++ (Debian's gcc brings the
 /// ThreadSanitizer and AddressSanitizer runtimes), and with `firmware` Debian's
-/// arm-none-eabi-gcc (about 50 MB to download).
+/// arm-none-eabi-gcc and riscv64-unknown-elf-gcc (about 85 MB to download).
 pub fn c_tools(firmware: bool) -> Result<(), String> {
     let mut tools = vec![("gcc", "gcc"), ("g++", "g++")];
     if firmware {
         tools.push(("arm-none-eabi-gcc", "gcc-arm-none-eabi"));
+        tools.push(("riscv64-unknown-elf-gcc", "gcc-riscv64-unknown-elf"));
     }
     let missing: Vec<&str> = tools
         .into_iter()

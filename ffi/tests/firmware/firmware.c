@@ -1,30 +1,42 @@
 /*
- * The C API on a Cortex-M4 in QEMU (mps2-an386), built with arm-none-eabi-gcc against
- * librcuref_ffi.a for thumbv7em-none-eabihf and run through the runner by `cargo xtask
- * ffi`. Two contexts on one core, each with its own slot:
+ * The C API on bare metal in QEMU, built with a GCC cross compiler against
+ * librcuref_ffi.a and run through the runner by `cargo xtask ffi`: a Cortex-M4
+ * (mps2-an386, thumbv7em-none-eabihf, arm-none-eabi-gcc; start-up in startup.c) and a
+ * two-hart RISC-V (virt, riscv64gc-unknown-none-elf, riscv64-unknown-elf-gcc; start-up
+ * in ../firmware-riscv/startup.c). The start-up provides the timer interrupt (calling
+ * tick()), interrupt masking, output and exit. Contexts, each with its own slot:
  *
  * - the thread (slot 0) publishes a new table over and over and retires the old one
  *   after a grace period, alternately by rcuref_synchronize and by rcuref_call_rcu
  *   (running the queue itself); it also reads the object the interrupt publishes,
  *   inside read sections that the interrupt can preempt at any instruction;
- * - the SysTick interrupt (slot 1) reads the table in a section, and every fourth tick
+ * - the timer interrupt (slot 1) reads the table in a section, and every fourth tick
  *   replaces its own object and hands the old one to rcuref_call_rcu **from the
- *   interrupt handler**.
+ *   interrupt handler**;
+ * - on RISC-V, the second hart (slot 2) reads the table in sections all along, on
+ *   another core (QEMU runs harts on host threads).
  *
  * Retired objects are poisoned (magic DEAD) and reused, so a reader that meets one
  * sees it. Built with -DBROKEN, the interrupt frees its old object at once instead of
  * by call_rcu: the thread's reader must then be caught reading a poisoned object (the
- * negative control). Exit status 0: the checks passed (BROKEN: a violation was seen).
+ * negative control). main returns 0 when the checks passed (BROKEN: a violation was
+ * seen).
  */
 #include "rcuref.h"
 #include <stdint.h>
 
+/* From the start-up. */
 void sh_puts(const char *s);
+uint32_t irq_mask(void);
+void irq_unmask(uint32_t was);
+void timer_start(void);
+void timer_stop(void);
 
 #define LIVE 0x1171u
 #define DEAD 0xdeadu
 #define SLOT_THREAD 0
 #define SLOT_IRQ 1
+#define SLOT_HART1 2
 #define OBJS 8
 
 struct obj {
@@ -39,23 +51,10 @@ static volatile uint32_t table_free = (1u << OBJS) - 1, irq_free = (1u << OBJS) 
 static volatile uint32_t ticks, irq_reads, irq_call_rcu, irq_full, violations;
 static volatile uint32_t thread_reads, by_callback;
 
-static uint32_t mask(void)
-{
-	uint32_t m;
-	__asm__ volatile("mrs %0, primask\n cpsid i" : "=r"(m)::"memory");
-	return m;
-}
-
-static void unmask(uint32_t m)
-{
-	if (!(m & 1))
-		__asm__ volatile("cpsie i" ::: "memory");
-}
-
 /* A free object of a pool (bit set: free), with interrupts masked around the bitmap. */
 static struct obj *take(struct obj *pool, volatile uint32_t *free_bits)
 {
-	uint32_t m = mask();
+	uint32_t m = irq_mask();
 	struct obj *o = 0;
 	for (int i = 0; i < OBJS; i++)
 		if (*free_bits & (1u << i)) {
@@ -63,16 +62,16 @@ static struct obj *take(struct obj *pool, volatile uint32_t *free_bits)
 			o = &pool[i];
 			break;
 		}
-	unmask(m);
+	irq_unmask(m);
 	return o;
 }
 
 static void give_back(struct obj *pool, volatile uint32_t *free_bits, struct obj *o)
 {
 	o->magic = DEAD;
-	uint32_t m = mask();
+	uint32_t m = irq_mask();
 	*free_bits |= 1u << (o - pool);
-	unmask(m);
+	irq_unmask(m);
 }
 
 static void retire_table(void *o)
@@ -87,13 +86,14 @@ __attribute__((unused)) static void retire_irq_obj(void *o)
 	give_back(irq_objs, &irq_free, o);
 }
 
-void systick_handler(void)
+/* The timer interrupt's work (called by the start-up's handler). */
+void tick(void)
 {
 	ticks++;
 	rcuref_read_lock(d, SLOT_IRQ);
 	const struct obj *t = rcuref_dereference(&table);
 	if (t && t->magic != LIVE)
-		violations++;
+		__atomic_fetch_add(&violations, 1, __ATOMIC_RELAXED);
 	irq_reads++;
 	rcuref_read_unlock(d, SLOT_IRQ);
 
@@ -120,6 +120,27 @@ void systick_handler(void)
 	}
 }
 
+#ifdef SECOND_HART
+static volatile uint32_t stop_hart1, hart1_done, hart1_reads;
+
+/* The second hart: a reader of the table on another core, until main stops it. */
+void hart1_main(void)
+{
+	while (!__atomic_load_n(&d, __ATOMIC_ACQUIRE))
+		;
+	while (!__atomic_load_n(&stop_hart1, __ATOMIC_RELAXED)) {
+		rcuref_read_lock(d, SLOT_HART1);
+		const struct obj *t = rcuref_dereference(&table);
+		for (volatile int spin = 0; spin < 10; spin++)
+			if (t && t->magic != LIVE)
+				__atomic_fetch_add(&violations, 1, __ATOMIC_RELAXED);
+		rcuref_read_unlock(d, SLOT_HART1);
+		hart1_reads++;
+	}
+	__atomic_store_n(&hart1_done, 1, __ATOMIC_RELEASE);
+}
+#endif
+
 static void put_u32(const char *label, uint32_t v)
 {
 	char buf[16];
@@ -135,13 +156,11 @@ static void put_u32(const char *label, uint32_t v)
 
 int main(void)
 {
-	d = rcuref_rcu_domain(0);
-	if (!d)
+	const rcuref_rcu *dom = rcuref_rcu_domain(0);
+	if (!dom)
 		return 1;
-	/* SysTick: every 2000 cycles, from the core clock. */
-	*(volatile uint32_t *)0xE000E014 = 2000 - 1; /* reload */
-	*(volatile uint32_t *)0xE000E018 = 0;        /* current */
-	*(volatile uint32_t *)0xE000E010 = 7;        /* enable, interrupt, core clock */
+	__atomic_store_n(&d, dom, __ATOMIC_RELEASE);
+	timer_start();
 
 	uint32_t published = 0;
 	while (ticks < 4000) {
@@ -167,12 +186,17 @@ int main(void)
 		const struct obj *o = rcuref_dereference(&irq_obj);
 		for (volatile int spin = 0; spin < 20; spin++)
 			if (o && o->magic != LIVE)
-				violations++;
+				__atomic_fetch_add(&violations, 1, __ATOMIC_RELAXED);
 		thread_reads++;
 		rcuref_read_unlock(d, SLOT_THREAD);
 		rcuref_call_rcu_run(d);
 	}
-	*(volatile uint32_t *)0xE000E010 = 0;
+	timer_stop();
+#ifdef SECOND_HART
+	__atomic_store_n(&stop_hart1, 1, __ATOMIC_RELAXED);
+	while (!__atomic_load_n(&hart1_done, __ATOMIC_ACQUIRE))
+		;
+#endif
 	if (rcuref_rcu_barrier(d, SLOT_THREAD, 0, 0) != RCUREF_OK)
 		return 1;
 
@@ -183,11 +207,18 @@ int main(void)
 	put_u32(" (full ", irq_full);
 	put_u32("), callbacks run ", by_callback);
 	put_u32(", thread reads ", thread_reads);
+#ifdef SECOND_HART
+	put_u32(", second hart's reads ", hart1_reads);
+#endif
 	put_u32(", violations ", violations);
 	sh_puts("\n");
 #ifdef BROKEN
 	return violations > 0 ? 0 : 1;
 #else
-	return violations == 0 && irq_call_rcu > 0 && by_callback > 0 && irq_reads > 0 ? 0 : 1;
+	int ok = violations == 0 && irq_call_rcu > 0 && by_callback > 0 && irq_reads > 0;
+#ifdef SECOND_HART
+	ok = ok && hart1_reads > 0;
+#endif
+	return ok ? 0 : 1;
 #endif
 }

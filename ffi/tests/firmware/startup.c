@@ -1,13 +1,14 @@
 /*
  * Start-up for the C firmware (Cortex-M4, mps2-an386 in QEMU): the vector table, the
- * reset handler, semihosting output and exit, and the critical section that
- * librcuref_ffi.a asks the program for on a target without 64-bit atomics
- * (docs/c-api.md): PRIMASK saved and set, then restored.
+ * reset handler, SysTick as the timer interrupt, interrupt masking, semihosting output
+ * and exit, and the critical section that librcuref_ffi.a asks the program for on a
+ * target without 64-bit atomics (docs/c-api.md): PRIMASK saved and set, then restored.
  */
 #include <stdint.h>
 
 extern uint32_t _sidata, _sdata, _edata, _sbss, _ebss, _estack;
 extern int main(void);
+extern void tick(void);
 void systick_handler(void);
 void reset_handler(void);
 
@@ -77,5 +78,36 @@ uint8_t _critical_section_1_0_acquire(void)
 void _critical_section_1_0_release(uint8_t was_masked)
 {
 	if (!was_masked)
+		__asm__ volatile("cpsie i" ::: "memory");
+}
+
+void systick_handler(void)
+{
+	tick();
+}
+
+/* SysTick every 2000 cycles of the core clock. */
+void timer_start(void)
+{
+	*(volatile uint32_t *)0xE000E014 = 2000 - 1; /* reload */
+	*(volatile uint32_t *)0xE000E018 = 0;        /* current */
+	*(volatile uint32_t *)0xE000E010 = 7;        /* enable, interrupt, core clock */
+}
+
+void timer_stop(void)
+{
+	*(volatile uint32_t *)0xE000E010 = 0;
+}
+
+uint32_t irq_mask(void)
+{
+	uint32_t m;
+	__asm__ volatile("mrs %0, primask\n cpsid i" : "=r"(m)::"memory");
+	return m;
+}
+
+void irq_unmask(uint32_t was)
+{
+	if (!(was & 1))
 		__asm__ volatile("cpsie i" ::: "memory");
 }
