@@ -303,3 +303,24 @@ fn negative_control_impatient_waiters_are_counted() {
     select(Mutant::None);
     assert!(per_gp > 2.3, "only {per_gp} heavy fences per grace period");
 }
+
+/// A lone blocking wait with no reader ends at its first attempt: it never holds back
+/// for a heavy fence that no other driver is issuing (a wait that did would crawl
+/// through `PATIENCE` attempts of back-off before fencing for itself).
+#[test]
+fn a_lone_waiter_never_waits_for_a_fence_nobody_issues() {
+    let _restore = Restore;
+    let mut w = RCU.register().unwrap();
+    for _ in 0..50 {
+        let mut attempts = 0;
+        w.synchronize(|x| {
+            attempts = x.attempts();
+            std::ops::ControlFlow::Continue(())
+        })
+        .unwrap();
+        assert!(
+            attempts < 4,
+            "{attempts} attempts for a grace period with no reader"
+        );
+    }
+}
