@@ -106,8 +106,8 @@ typedef struct rcuref_pool {
 typedef void (*rcuref_pool_destroy)(void *obj);
 
 /**
- * What each pooled object embeds, anywhere in it: its reference count and its claim
- * flag. Only the pool functions touch it.
+ * What each pooled object embeds, anywhere in it: its reference count and its state
+ * (free, claimed, published, being destroyed). Only the pool functions touch it.
  */
 typedef struct rcuref_pool_node {
   struct rcuref_fileref32 count;
@@ -350,9 +350,9 @@ int32_t rcuref_call_rcu_run(const struct rcuref_rcu *d);
  * (`rcu_barrier`), from the context that owns `slot` (not an interrupt handler),
  * calling `hook` between attempts; runs them itself. Returns `RCUREF_OK` or an error
  * of `rcuref_synchronize` (nothing has then been run by this call). Callbacks queued
- * after it began may run in it too; while other contexts keep queueing callbacks whose
- * grace periods end, it keeps running them and returns at the first pass that finds
- * nothing due and nothing running.
+ * after it began may run in it too if their grace period has ended; it waits only for
+ * those queued before (numbered when queued, so one whose cookie has aged a whole lap
+ * of the grace-period counter is still waited for and run).
  *
  * # Safety
  * As `rcuref_synchronize`'s.
@@ -403,7 +403,8 @@ int32_t rcuref_pool_alloc(const struct rcuref_pool *p, void **obj);
  * store, so a reader whose get succeeds sees the fields written before. Call it after
  * writing every field and before storing the object where readers find it. Returns
  * `RCUREF_OK`, `RCUREF_EDOMAIN` (not an object of this pool), or `RCUREF_EINVAL` (a
- * bad pool, or an object that is not claimed or already published).
+ * bad pool, or an object that is not claimed: free, already published, or being
+ * destroyed).
  *
  * # Safety
  * `p` is null or an initialised pool.

@@ -33,6 +33,10 @@ struct Place {
     func: AtomicUsize,
     arg: AtomicPtr<c_void>,
     cookie: AtomicU32,
+    /// The queue's `queued` count when this callback was queued: orders callbacks for
+    /// `rcuref_rcu_barrier` without trusting a cookie's age (a cookie left queued for a
+    /// whole lap of the grace-period counter reads "not done" again for a few steps).
+    seq: AtomicU32,
 }
 
 impl Place {
@@ -42,6 +46,7 @@ impl Place {
             func: AtomicUsize::new(0),
             arg: AtomicPtr::new(core::ptr::null_mut()),
             cookie: AtomicU32::new(0),
+            seq: AtomicU32::new(0),
         }
     }
 }
@@ -50,12 +55,15 @@ struct Queue {
     places: [Place; CALLBACKS],
     /// Where the next claim starts looking (a hint).
     next: AtomicUsize,
+    /// Callbacks queued so far (wrapping): each place's `seq` is taken from it.
+    queued: AtomicU32,
 }
 
 static QUEUES: [Queue; DOMAINS] = [const {
     Queue {
         places: [const { Place::new() }; CALLBACKS],
         next: AtomicUsize::new(0),
+        queued: AtomicU32::new(0),
     }
 }; DOMAINS];
 
@@ -100,6 +108,10 @@ pub unsafe extern "C" fn rcuref_call_rcu(
             // The cookie after the caller's unpublish (program order; `start_poll`
             // fences), so its grace period covers every section that might see it.
             p.cookie.store(rcu.start_poll().into_raw(), Relaxed);
+            // Release (a read-modify-write: every later number continues the release
+            // sequence): a barrier that reads a count past this one sees the caller's
+            // unpublish and this cookie happen before its own grace period starts.
+            p.seq.store(q.queued.fetch_add(1, Release), Relaxed);
             // Release: a runner that sees READY sees the fields, the cookie included
             // (a cookie must travel with release/acquire to another core).
             p.state.store(READY, Release);
@@ -118,22 +130,40 @@ pub unsafe extern "C" fn rcuref_call_rcu(
 #[no_mangle]
 pub extern "C" fn rcuref_call_rcu_run(d: *const rcuref_rcu) -> i32 {
     match domain(d) {
-        Ok((i, rcu)) => run(i, rcu).0 as i32,
+        Ok((i, rcu)) => run(i, rcu, None).0 as i32,
         Err(e) => e,
     }
 }
 
-/// Runs what is done; returns (callbacks run, places left READY or RUNNING).
-fn run(i: usize, rcu: &'static rcuref::rcu::Rcu<{ crate::SLOTS }>) -> (u32, u32) {
+/// Whether `seq` was taken before `limit` (wrapping: fewer than 2^31 callbacks are
+/// queued while one barrier runs).
+fn before(seq: u32, limit: u32) -> bool {
+    (seq.wrapping_sub(limit) as i32) < 0
+}
+
+/// Runs what is done, and with `ended_before = Some(limit)` also every callback queued
+/// before `limit` whatever its cookie says (the caller waited for a grace period that
+/// began after they were queued). Returns (callbacks run, places left READY, RUNNING or
+/// FILLING: with a `limit`, only those queued before it).
+fn run(
+    i: usize,
+    rcu: &'static rcuref::rcu::Rcu<{ crate::SLOTS }>,
+    ended_before: Option<u32>,
+) -> (u32, u32) {
     let q = &QUEUES[i];
     let (mut ran, mut left) = (0u32, 0u32);
     // One poll that may advance the grace period per call; then only looks.
     let mut polled = false;
+    // Whether a place left over counts: with a limit, only if queued before it.
+    let counts = |p: &Place| ended_before.is_none_or(|l| before(p.seq.load(Relaxed), l));
     for p in &q.places {
-        match p.state.load(Relaxed) {
+        match p.state.load(Acquire) {
             READY => {}
-            RUNNING => {
-                left += 1;
+            // Running elsewhere, or being queued (that call has not returned yet).
+            RUNNING | FILLING => {
+                if counts(p) {
+                    left += 1;
+                }
                 continue;
             }
             _ => continue,
@@ -146,17 +176,21 @@ fn run(i: usize, rcu: &'static rcuref::rcu::Rcu<{ crate::SLOTS }>) -> (u32, u32)
             left += 1;
             continue;
         }
+        let forced = ended_before.is_some_and(|l| before(p.seq.load(Relaxed), l));
         let cookie = rcu.cookie_from_raw(p.cookie.load(Relaxed));
-        let done = if polled {
-            cookie.is_done()
-        } else {
-            let done = cookie.poll();
-            polled = !done;
-            done
-        };
+        let done = forced
+            || if polled {
+                cookie.is_done()
+            } else {
+                let done = cookie.poll();
+                polled = !done;
+                done
+            };
         if !done {
             p.state.store(READY, Release);
-            left += 1;
+            if counts(p) {
+                left += 1;
+            }
             continue;
         }
         let f = p.func.load(Relaxed);
@@ -180,9 +214,9 @@ fn run(i: usize, rcu: &'static rcuref::rcu::Rcu<{ crate::SLOTS }>) -> (u32, u32)
 /// (`rcu_barrier`), from the context that owns `slot` (not an interrupt handler),
 /// calling `hook` between attempts; runs them itself. Returns `RCUREF_OK` or an error
 /// of `rcuref_synchronize` (nothing has then been run by this call). Callbacks queued
-/// after it began may run in it too; while other contexts keep queueing callbacks whose
-/// grace periods end, it keeps running them and returns at the first pass that finds
-/// nothing due and nothing running.
+/// after it began may run in it too if their grace period has ended; it waits only for
+/// those queued before (numbered when queued, so one whose cookie has aged a whole lap
+/// of the grace-period counter is still waited for and run).
 ///
 /// # Safety
 /// As `rcuref_synchronize`'s.
@@ -201,26 +235,19 @@ pub unsafe extern "C" fn rcuref_rcu_barrier(
         Ok(x) => x,
         Err(e) => return e,
     };
-    // Every callback queued before took its cookie before this grace period began
-    // (the counter never goes back), so once it has ended they are all done.
+    // The callbacks to wait for: those queued before now (`seq` before `limit`; a call
+    // that returned before this one took its number first). Each was queued before the
+    // grace period waited for below began, so once it has ended they are all due,
+    // whatever their cookies say (a cookie can look young again after a whole lap).
+    let limit = QUEUES[i].queued.load(Acquire);
     // SAFETY: this function's caller promised `hook_fn`'s condition.
     if let Err(e) = r.synchronize(unsafe { hook_fn(hook, ctx) }) {
         return code(e);
     }
     let mut attempts = 0u32;
     loop {
-        run(i, rcu);
-        // Left: callbacks another context is running now, and those queued after this
-        // call began (not done yet). Wait only for the first kind.
-        let busy = QUEUES[i]
-            .places
-            .iter()
-            .any(|p| match p.state.load(Acquire) {
-                RUNNING => true,
-                READY => rcu.cookie_from_raw(p.cookie.load(Relaxed)).is_done(),
-                _ => false,
-            });
-        if !busy {
+        // Left: those of them that another context is running (or still queueing).
+        if run(i, rcu, Some(limit)).1 == 0 {
             return RCUREF_OK;
         }
         attempts = attempts.saturating_add(1);
@@ -252,4 +279,71 @@ pub extern "C" fn rcuref_call_rcu_pending(d: *const rcuref_rcu) -> u32 {
 #[no_mangle]
 pub extern "C" fn rcuref_call_rcu_capacity(d: *const rcuref_rcu) -> u32 {
     domain(d).map_or(0, |_| CALLBACKS as u32)
+}
+
+/// White-box tests of the queue with a 4-bit grace-period counter (test builds of the
+/// library: `RUSTFLAGS="--cfg rcuref_mutants" cargo test -p rcuref-ffi`, which `cargo
+/// xtask ffi` runs), so a callback can be left queued for a whole lap.
+#[cfg(all(test, rcuref_mutants))]
+mod tests {
+    use super::*;
+    use crate::{rcuref_rcu_domain, rcuref_read_lock, rcuref_read_unlock, RCU};
+    use core::sync::atomic::AtomicUsize as StdAtomicUsize;
+
+    static RAN: StdAtomicUsize = StdAtomicUsize::new(0);
+
+    unsafe extern "C" fn count(_: *mut c_void) {
+        RAN.fetch_add(1, Relaxed);
+    }
+
+    /// The hostile review's finding: a callback whose cookie aged one lap of the counter
+    /// reads "not done" again, and `rcuref_rcu_barrier` returned without running it while
+    /// a reader kept its own poll from advancing. The barrier now waits for every
+    /// callback numbered before it, and runs it whatever its cookie says.
+    #[test]
+    fn barrier_runs_a_callback_whose_cookie_aged_a_whole_lap() {
+        rcuref::mutants::set_gp_bits(4);
+        let d = rcuref_rcu_domain(1);
+        let rcu = &RCU[1];
+        // SAFETY: (test) `count` may run with a null argument at any time.
+        assert_eq!(
+            unsafe { rcuref_call_rcu(d, Some(count), core::ptr::null_mut()) },
+            0
+        );
+        let target = QUEUES[1]
+            .places
+            .iter()
+            .find(|p| p.state.load(Relaxed) == READY);
+        let target = target.expect("the callback's place").cookie.load(Relaxed);
+        // Other users drive grace periods until one more ends a lap later, just short
+        // of the callback's target: it reads 4 steps ahead, "not done".
+        while rcu.gp_counter() != (target + 16 - 8) & 15 {
+            let c = rcu.start_poll();
+            while !c.poll() {}
+        }
+        let limit = QUEUES[1].queued.load(Acquire);
+        let c = rcu.start_poll();
+        while !c.poll() {}
+        assert!(
+            !rcu.cookie_from_raw(target).is_done(),
+            "the cookie did not age"
+        );
+        // A reader in a section: nothing can advance the counter now.
+        assert_eq!(rcuref_read_lock(d, 3), 0);
+        assert_eq!(
+            run(1, rcu, None),
+            (0, 1),
+            "an aged cookie was run without a barrier"
+        );
+        assert_eq!(RAN.load(Relaxed), 0);
+        assert_eq!(
+            run(1, rcu, Some(limit)).0,
+            1,
+            "the barrier's pass did not run it"
+        );
+        assert_eq!(RAN.load(Relaxed), 1);
+        // SAFETY: (test) nothing was read in the section.
+        assert_eq!(unsafe { rcuref_read_unlock(d, 3) }, 0);
+        rcuref::mutants::set_gp_bits(32);
+    }
 }

@@ -28,7 +28,7 @@
 //! header does not change with them: domains are opaque and
 //! `rcuref_rcu_slots`/`rcuref_call_rcu_capacity` report the numbers at run time.
 
-#![no_std]
+#![cfg_attr(not(test), no_std)]
 #![allow(non_camel_case_types)]
 #![deny(missing_docs)]
 
@@ -43,7 +43,7 @@ mod config {
     include!(concat!(env!("OUT_DIR"), "/config.rs"));
 }
 mod call_rcu;
-#[cfg(feature = "panic-handler")]
+#[cfg(all(feature = "panic-handler", not(test)))]
 mod panic;
 mod pool;
 

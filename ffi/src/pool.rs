@@ -14,13 +14,25 @@ use core::ffi::c_void;
 use portable_atomic::{AtomicPtr, AtomicU32, Ordering::*};
 use rcuref::file_ref::FileRef32;
 
-/// What each pooled object embeds, anywhere in it: its reference count and its claim
-/// flag. Only the pool functions touch it.
+/// What each pooled object embeds, anywhere in it: its reference count and its state
+/// (free, claimed, published, being destroyed). Only the pool functions touch it.
 #[repr(C)]
 pub struct rcuref_pool_node {
     count: rcuref_fileref32,
     claimed: u32,
 }
+
+// A node's `claimed` word: each move out of a state is one compare-exchange (or, for
+// the last put, the only context that can be there), so no two contexts act on one
+// object's life at once.
+/// Free: `alloc` may claim it.
+const FREE: u32 = 0;
+/// Claimed by `alloc`, fields being written; `publish` moves it on.
+const CLAIMED: u32 = 1;
+/// Published: its count is live (until the last put).
+const LIVE: u32 = 2;
+/// The last put is running `destroy`; freed after it.
+const DYING: u32 = 3;
 
 /// Called with an object whose last reference was just put, before the pool reuses it.
 pub type rcuref_pool_destroy = Option<unsafe extern "C" fn(obj: *mut c_void)>;
@@ -157,7 +169,7 @@ pub unsafe extern "C" fn rcuref_pool_init(
                 count: rcuref_fileref32 {
                     raw: FileRef32::DEAD,
                 },
-                claimed: 0,
+                claimed: FREE,
             })
         };
     }
@@ -189,8 +201,13 @@ pub unsafe extern "C" fn rcuref_pool_alloc(p: *const rcuref_pool, obj: *mut *mut
     for k in 0..n {
         let i = (start + k) % n;
         let (_, claimed) = p.node(i);
-        // One swap decides (no ABA); Acquire pairs with the Release that freed it.
-        if claimed.load(Relaxed) == 0 && claimed.swap(1, Acquire) == 0 {
+        // One compare-exchange decides (no ABA); Acquire pairs with the Release that
+        // freed it.
+        if claimed.load(Relaxed) == FREE
+            && claimed
+                .compare_exchange(FREE, CLAIMED, Acquire, Relaxed)
+                .is_ok()
+        {
             p.hint.store(((i + 1) % n) as u32, Relaxed);
             // SAFETY: `obj` is writable (the caller's promise).
             unsafe { obj.write(p.object(i)) };
@@ -204,7 +221,8 @@ pub unsafe extern "C" fn rcuref_pool_alloc(p: *const rcuref_pool, obj: *mut *mut
 /// store, so a reader whose get succeeds sees the fields written before. Call it after
 /// writing every field and before storing the object where readers find it. Returns
 /// `RCUREF_OK`, `RCUREF_EDOMAIN` (not an object of this pool), or `RCUREF_EINVAL` (a
-/// bad pool, or an object that is not claimed or already published).
+/// bad pool, or an object that is not claimed: free, already published, or being
+/// destroyed).
 ///
 /// # Safety
 /// `p` is null or an initialised pool.
@@ -219,7 +237,12 @@ pub unsafe extern "C" fn rcuref_pool_publish(p: *const rcuref_pool, obj: *mut c_
         return RCUREF_EDOMAIN;
     };
     let (count, claimed) = p.node(i);
-    if claimed.load(Relaxed) != 1 || !count.is_dead() {
+    // Only a claimed object, once (a second publish, or one from a destroy callback,
+    // finds it LIVE or DYING and is refused).
+    if claimed
+        .compare_exchange(CLAIMED, LIVE, Relaxed, Relaxed)
+        .is_err()
+    {
         return RCUREF_EINVAL;
     }
     count.init(1);
@@ -271,6 +294,9 @@ fn put(p: &Inner, i: usize, obj: *mut c_void) -> i32 {
     if !count.put() {
         return 0;
     }
+    // The last reference: nobody else can be here, and nothing may publish it again
+    // while `destroy` runs.
+    claimed.store(DYING, Relaxed);
     // The last put acquired every holder's use; destroy, then free (Release: the
     // destruction happens before the next claim's writes).
     if let Some(destroy) = p.destroy {
@@ -278,7 +304,7 @@ fn put(p: &Inner, i: usize, obj: *mut c_void) -> i32 {
         // one, and no reference to it is left.
         unsafe { destroy(obj) };
     }
-    claimed.store(0, Release);
+    claimed.store(FREE, Release);
     1
 }
 

@@ -30,6 +30,15 @@ static void count_call_obj(void *obj)
 	destroyed++;
 }
 
+/* A destroy callback that tries to publish the dying object again (the hostile
+ * review's finding: it used to revive it, and the next alloc got a live count). */
+static rcuref_pool *republish_pool;
+static int republished = 1;
+static void republish(void *obj)
+{
+	republished = rcuref_pool_publish(republish_pool, obj);
+}
+
 static int give_up_after(void *ctx, uint32_t attempts)
 {
 	return attempts >= *(uint32_t *)ctx;
@@ -204,6 +213,19 @@ int main(void)
 	CHECK(rcuref_pool_lookup(&pool, NULL, &found) == RCUREF_EINVAL);
 	CHECK(rcuref_pool_alloc(&pool, &got) == RCUREF_OK && got == &things[1]); /* reused */
 	CHECK(rcuref_pool_publish(&pool, &things[0]) == RCUREF_EINVAL);           /* live */
+
+	/* A destroy callback cannot revive its object. */
+	rcuref_pool pool1 = {0};
+	republish_pool = &pool1;
+	CHECK(rcuref_pool_init(&pool1, things, sizeof things[0], offsetof(struct thing, node),
+			       1, republish) == RCUREF_OK);
+	CHECK(rcuref_pool_alloc(&pool1, &got) == RCUREF_OK);
+	CHECK(rcuref_pool_publish(&pool1, got) == RCUREF_OK);
+	CHECK(rcuref_pool_put(&pool1, got) == 1);
+	CHECK(republished == RCUREF_EINVAL);
+	CHECK(rcuref_pool_alloc(&pool1, &got) == RCUREF_OK);
+	CHECK(rcuref_pool_get(&pool1, got) == 0); /* claimed again, still dead */
+	CHECK(rcuref_pool_publish(&pool1, got) == RCUREF_OK);
 
 	if (failures) {
 		fprintf(stderr, "api: %d check(s) failed\n", failures);
