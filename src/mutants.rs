@@ -128,6 +128,10 @@ mutants! {
     /// heavy fence for its wait under way issues one of its own instead of waiting for
     /// it. Only slower: the fence-count test with two blocking waiters must see it.
     ImpatientWaiters,
+    /// `DeferQueue::barrier` releases only what `collect` finds done: a value left queued
+    /// for a whole lap of the counter has a cookie that reads "not done" again, and the
+    /// barrier returns with it still queued.
+    BarrierTrustsOldCookies,
     /// RCU, asymmetric mode: the wait is marked fenced before the heavy fence runs, so a
     /// second driver at that wait scans while the first one's fence is still under way.
     FencedBeforeHeavyFence,

@@ -620,3 +620,54 @@ fn negative_control_a_registration_kept_after_a_panic_is_caught() {
         "failed for another reason: {msg}"
     );
 }
+
+// ---- a value queued for a whole lap ---------------------------------------------------
+
+/// Runs `DeferQueue::barrier` on a queue whose oldest value has waited a whole lap of the
+/// (4-bit) counter: its cookie then reads "not done" again for a few steps, while a
+/// reader that entered after the newest value's grace period holds the counter back.
+/// Returns how many values the barrier released (2 expected).
+fn barrier_after_a_lap() -> usize {
+    static RCU: Rcu<4> = Rcu::new();
+    let mut q: DeferQueue<'_, u32, 4, 4> = DeferQueue::new(&RCU);
+    let step_to = |g: u32| {
+        while RCU.gp_counter() != g {
+            let c = RCU.start_poll();
+            while !c.poll() {}
+        }
+    };
+    step_to(0);
+    q.defer(1).unwrap(); // the oldest: target 4
+    step_to(8);
+    q.defer(2).unwrap(); // the newest: target 12
+    step_to(12);
+    step_to(0); // a lap after the oldest was deferred: it reads 4 steps ahead
+    let (inside, release) = (AtomicBool::new(false), AtomicBool::new(false));
+    let mut me = RCU.register().unwrap();
+    let released = std::thread::scope(|s| {
+        let h = hold_reader(s, &RCU, &inside, &release);
+        let n = q.barrier(&mut me, rcuref::rcu::spin, drop).unwrap();
+        release.store(true, SeqCst);
+        h.join().unwrap();
+        n
+    });
+    // Whatever is left goes now (the reader is gone).
+    q.barrier(&mut me, rcuref::rcu::spin, drop).unwrap();
+    released
+}
+
+/// The hostile review's finding in the C API's `rcu_barrier`, which `DeferQueue::barrier`
+/// shared: it trusted each value's cookie, and one aged a lap stopped it short.
+#[test]
+fn barrier_releases_a_value_queued_for_a_whole_lap() {
+    let _s = Setup::new(Mutant::None);
+    assert_eq!(barrier_after_a_lap(), 2);
+}
+
+/// The control: the barrier that asks every cookie (`collect`) returns with the aged
+/// value still queued.
+#[test]
+fn negative_control_a_barrier_that_trusts_old_cookies_is_caught() {
+    let _s = Setup::new(Mutant::BarrierTrustsOldCookies);
+    assert_eq!(barrier_after_a_lap(), 0);
+}
