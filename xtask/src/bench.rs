@@ -269,6 +269,42 @@ fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
+/// Builds benchmark binary `name` (`benches/src/bin/`), in the default build or the
+/// asymmetric-fence one (`--cfg rcuref_asymmetric_fence`, its own target dir); returns
+/// its path.
+fn bench_bin(root: &Path, name: &str, asym: bool) -> Result<PathBuf, String> {
+    let mut c = Command::new("cargo");
+    c.current_dir(root).args([
+        "build",
+        "-q",
+        "--release",
+        "-p",
+        "rcuref-bench",
+        "--bin",
+        name,
+    ]);
+    let dir = if asym {
+        c.env("RUSTFLAGS", "--cfg rcuref_asymmetric_fence")
+            .env("CARGO_TARGET_DIR", root.join("target/bench-asym"));
+        root.join("target/bench-asym/release")
+    } else {
+        root.join("target/release")
+    };
+    run(&mut c)?;
+    Ok(dir.join(name))
+}
+
+/// Compiles liburcu harness `source` (`benches/liburcu/`) into `out`, against Debian's
+/// liburcu-dev.
+fn memb_harness(root: &Path, source: &str, out: &Path) -> Result<(), String> {
+    run(Command::new("cc")
+        .args(["-O2", "-o"])
+        .arg(out)
+        .arg(root.join("benches/liburcu").join(source))
+        .args(["-lurcu-memb", "-lpthread"]))
+    .map(|_| ())
+}
+
 const MEMB: &str = "liburcu memb read_lock+unlock";
 
 /// A writer's rate during a read-side run: (label, reader threads, writer operations
@@ -282,11 +318,7 @@ fn liburcu(root: &Path) -> Result<(Vec<Point>, Vec<WriterRate>), String> {
     let dir = root.join("target/rcuref-bench");
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let bin = dir.join("memb_read");
-    run(Command::new("cc")
-        .args(["-O2", "-o"])
-        .arg(&bin)
-        .arg(root.join("benches/liburcu/memb_read.c"))
-        .args(["-lurcu-memb", "-lpthread"]))?;
+    memb_harness(root, "memb_read.c", &bin)?;
     let (mut points, mut rates) = (Vec::new(), Vec::new());
     let field = |out: &str, key: &str| -> Result<f64, String> {
         out.split_whitespace()
@@ -398,36 +430,10 @@ fn gp_rows(root: &Path) -> Result<Vec<GpRow>, String> {
     let dir = root.join("target/rcuref-bench");
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let memb = dir.join("memb_gp");
-    run(Command::new("cc")
-        .args(["-O2", "-o"])
-        .arg(&memb)
-        .arg(root.join("benches/liburcu/memb_gp.c"))
-        .args(["-lurcu-memb", "-lpthread"]))?;
-    run(Command::new("cargo").current_dir(root).args([
-        "build",
-        "-q",
-        "--release",
-        "-p",
-        "rcuref-bench",
-        "--bin",
-        "gp",
-    ]))?;
-    run(Command::new("cargo")
-        .current_dir(root)
-        .env("RUSTFLAGS", "--cfg rcuref_asymmetric_fence")
-        .env("CARGO_TARGET_DIR", root.join("target/bench-asym"))
-        .args([
-            "build",
-            "-q",
-            "--release",
-            "-p",
-            "rcuref-bench",
-            "--bin",
-            "gp",
-        ]))?;
+    memb_harness(root, "memb_gp.c", &memb)?;
     let bins: [PathBuf; 3] = [
-        root.join("target/release/gp"),
-        root.join("target/bench-asym/release/gp"),
+        bench_bin(root, "gp", false)?,
+        bench_bin(root, "gp", true)?,
         memb,
     ];
     // Never more runnable threads than cores (the idle reader sleeps).
@@ -573,16 +579,7 @@ pub fn bench(args: &[String]) -> Result<(), String> {
     println!("{}", convoy_text.trim());
     let convoy = convoy_rows(&root)?;
     println!("bench: callgrind instruction counts ...");
-    run(Command::new("cargo").current_dir(&root).args([
-        "build",
-        "-q",
-        "--release",
-        "-p",
-        "rcuref-bench",
-        "--bin",
-        "ops",
-    ]))?;
-    let ops_bin = root.join("target/release/ops");
+    let ops_bin = bench_bin(&root, "ops", false)?;
     let n = 200_000;
     let empty = callgrind(&ops_bin, "empty", n)?;
     let mut instr = Vec::new();
@@ -602,21 +599,7 @@ pub fn bench(args: &[String]) -> Result<(), String> {
         ));
     }
     // The same loop in the asymmetric-fence build, and liburcu memb's (C, inlined).
-    let asym_ops = run(Command::new("cargo")
-        .current_dir(&root)
-        .env("RUSTFLAGS", "--cfg rcuref_asymmetric_fence")
-        .env("CARGO_TARGET_DIR", root.join("target/bench-asym"))
-        .args([
-            "build",
-            "-q",
-            "--release",
-            "-p",
-            "rcuref-bench",
-            "--bin",
-            "ops",
-        ]))
-    .and_then(|_| {
-        let bin = root.join("target/bench-asym/release/ops");
+    let asym_ops = bench_bin(&root, "ops", true).and_then(|bin| {
         let e = callgrind(&bin, "empty", n)?;
         Ok(callgrind(&bin, "rcu_read", n)?.saturating_sub(e))
     });
@@ -628,12 +611,7 @@ pub fn bench(args: &[String]) -> Result<(), String> {
         Err(e) => notes.push(format!("asymmetric-fence instructions not counted: {e}")),
     }
     let memb_ops = root.join("target/rcuref-bench/memb_ops");
-    let memb_ir = run(Command::new("cc")
-        .args(["-O2", "-o"])
-        .arg(&memb_ops)
-        .arg(root.join("benches/liburcu/memb_ops.c"))
-        .args(["-lurcu-memb", "-lpthread"]))
-    .and_then(|_| {
+    let memb_ir = memb_harness(&root, "memb_ops.c", &memb_ops).and_then(|_| {
         let e = callgrind(&memb_ops, "empty", n)?;
         Ok(callgrind(&memb_ops, "read", n)?.saturating_sub(e))
     });
