@@ -139,15 +139,18 @@ pub unsafe extern "C" fn rcuref_pool_init(
     let fits = node_offset
         .checked_add(node)
         .is_some_and(|end| end <= stride);
-    let total = stride.checked_mul(count as usize);
+    // The whole array must fit the address space (checked before any sum below).
+    let end = stride
+        .checked_mul(count as usize)
+        .and_then(|t| base.checked_add(t));
     if p.is_null()
         || !p.is_aligned()
         || objects.is_null()
         || count == 0
         || !fits
+        || end.is_none()
         || stride % align != 0
-        || (base + node_offset) % align != 0
-        || total.and_then(|t| base.checked_add(t)).is_none()
+        || base.wrapping_add(node_offset) % align != 0
     {
         return RCUREF_EINVAL;
     }
