@@ -132,6 +132,14 @@ mutants! {
     /// for a whole lap of the counter has a cookie that reads "not done" again, and the
     /// barrier returns with it still queued.
     BarrierTrustsOldCookies,
+    /// RCU, asymmetric mode, **not a bug**: a wait step issues its heavy fence even when
+    /// every slot is free. Only slower: the fence-count test must see it.
+    FenceEmptyDomain,
+    /// RCU, asymmetric mode: a slot claim without its full fence, so a reader that
+    /// claims after a wait step skipped its heavy fence (every slot free) may read what
+    /// was unpublished (shown by the litmus twin; on x86 the claim's locked
+    /// compare-exchange is a barrier by itself).
+    ClaimWithoutFence,
     /// RCU, asymmetric mode: the wait is marked fenced before the heavy fence runs, so a
     /// second driver at that wait scans while the first one's fence is still under way.
     FencedBeforeHeavyFence,

@@ -162,6 +162,9 @@ fn finish(cookie: rcuref::rcu::GpCookie<'_, 4>) {
 fn two_drivers() -> (u32, [bool; 2]) {
     UNFENCED.store(0, SeqCst);
     RETURNED.lock().unwrap().clear();
+    // A registered reader (offline): a domain with every slot free needs no heavy
+    // fence at all ("An empty domain"), which is tested on its own below.
+    let _reader = RCU.register().unwrap();
     set_pause_hook(Some(hook));
 
     let (a, held_in_fence) = start_held(Hold::InItsFirstFence);
@@ -323,4 +326,45 @@ fn a_lone_waiter_never_waits_for_a_fence_nobody_issues() {
             "{attempts} attempts for a grace period with no reader"
         );
     }
+}
+
+/// Heavy fences for `grace_periods` grace periods driven by `poll` from a context with
+/// no slot, on a domain whose slots are all free unless `with_reader`.
+fn fences_in_a_domain(with_reader: bool, grace_periods: u32) -> u32 {
+    static EMPTY: Rcu<4> = Rcu::new();
+    // `Recording` reads `RCU`'s counter; here only the count matters.
+    let reader = with_reader.then(|| EMPTY.register().unwrap());
+    let before = FENCES.load(SeqCst);
+    for _ in 0..grace_periods {
+        let c = EMPTY.start_poll();
+        let mut polls = 0;
+        while !c.poll() {
+            polls += 1;
+            assert!(polls < 10, "no reader, and the grace period did not end");
+        }
+    }
+    drop(reader);
+    FENCES.load(SeqCst) - before
+}
+
+/// liburcu skips `membarrier` when no thread is registered: a domain with every slot
+/// free issues no heavy fence, and one with a registered (offline) reader two per grace
+/// period. (What the claim's fence is for, a reader claiming just after a step skipped
+/// its fence, is the litmus test `asym-empty-domain-skips-the-fence`: on x86 the
+/// claim's compare-exchange is a barrier by itself.)
+#[test]
+fn an_empty_domain_needs_no_heavy_fence() {
+    let _restore = Restore;
+    assert_eq!(fences_in_a_domain(false, 20), 0);
+    assert_eq!(fences_in_a_domain(true, 20), 40);
+}
+
+/// The control: a wait step that fences an empty domain is counted.
+#[test]
+fn negative_control_fencing_an_empty_domain_is_counted() {
+    let _restore = Restore;
+    select(Mutant::FenceEmptyDomain);
+    let n = fences_in_a_domain(false, 20);
+    select(Mutant::None);
+    assert_eq!(n, 40);
 }

@@ -58,6 +58,22 @@
 //! half while the registration lasts, so by the time the counter comes back to `g` a
 //! lap later every wait in between has stored its own value.
 //!
+//! # An empty domain
+//!
+//! liburcu's `synchronize_rcu` issues no `membarrier` when no thread is registered.
+//! The same holds here when every slot of the domain is free (no `Reader`, no dedicated
+//! slot; a wait through a `Reader` always has its own): a wait step, after its full
+//! fence, reads every slot, and if all are free it scans without a heavy fence. A
+//! reader can only enter a section after claiming a slot, and in this mode a
+//! successful claim runs a full fence: either the step's reads see the claim (and it
+//! fences as usual), or they were ordered before it, and the reader's loads after its
+//! fence see everything unpublished before the step's fence (the store-buffering
+//! argument again, with the claim in place of the announcement; litmus:
+//! `asym-empty-domain-skips-the-fence`, and its twin without the claim's fence). On
+//! x86 the claim's compare-exchange is a full barrier by itself, so only the litmus
+//! twin can show what the fence is for; `tests/heavy_fence_placement.rs` counts the
+//! fences (none for a domain with no slot claimed, two per grace period with one).
+//!
 //! # How it is checked
 //!
 //! loom cannot model a barrier that one thread forces on another, so the loom models
@@ -176,6 +192,14 @@ pub(crate) fn in_wait_step<const N: usize>(rcu: &super::Rcu<N>, g: u32, patient:
         use crate::sync::Ordering::{Acquire, Relaxed, Release};
         let marks = &rcu.fences.0;
         if marks.returned.load(Acquire) == g && !mutant!(HeavyFenceEveryScan) {
+            return true;
+        }
+        // No reader can be affected: every slot is free (no `Reader`, no dedicated
+        // slot). A reader that claims one later runs a full fence after its claim
+        // (`ops::claim`), so its loads see what was unpublished before this step's full
+        // fence (module docs, "An empty domain"). Not marked: the next scan looks again.
+        if !mutant!(FenceEmptyDomain) && rcu.slots.iter().all(|s| super::ops::scan_slot(&s.0) == 0)
+        {
             return true;
         }
         if patient && marks.begun.load(Relaxed) == g && !mutant!(ImpatientWaiters) {

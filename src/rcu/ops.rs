@@ -98,6 +98,14 @@ pub(crate) fn claim(slot: &AtomicU32) -> bool {
     let won = slot.compare_exchange(0, CLAIMED, Acquire, Relaxed).is_ok();
     if won {
         interrupt_point!(ClaimAfterExchange, slot);
+        // Asymmetric-fence mode: a wait step that finds every slot free skips its heavy
+        // fence (`heavy::in_wait_step`); a reader that claims a slot afterwards orders
+        // its section's loads after the claim with this fence instead (litmus:
+        // `asym-empty-domain-skips-the-fence`). Claims are rare.
+        #[cfg(all(rcuref_asymmetric_fence, not(loom)))]
+        if !mutant!(ClaimWithoutFence) {
+            fence(SeqCst);
+        }
     }
     won
 }
