@@ -114,6 +114,17 @@ unsafe fn pool<'a>(p: *const rcuref_pool) -> Result<&'a Inner, i32> {
     Ok(p)
 }
 
+/// The pool behind `p` and the index of `obj` in it: `RCUREF_EINVAL` for a bad pool,
+/// `RCUREF_EDOMAIN` for a pointer that is not the start of one of its objects.
+///
+/// # Safety
+/// As [`pool`].
+unsafe fn object<'a>(p: *const rcuref_pool, obj: *const c_void) -> Result<(&'a Inner, usize), i32> {
+    // SAFETY: the caller's promise.
+    let p = unsafe { pool(p) }?;
+    p.index(obj).map(|i| (p, i)).ok_or(RCUREF_EDOMAIN)
+}
+
 /// Makes `p` a pool of the caller's `count` objects at `objects`, `stride` bytes apart,
 /// each embedding an `rcuref_pool_node` at `node_offset`; every object starts free.
 /// `destroy` (may be null) is called with an object after its last put, before it is
@@ -232,12 +243,9 @@ pub unsafe extern "C" fn rcuref_pool_alloc(p: *const rcuref_pool, obj: *mut *mut
 #[no_mangle]
 pub unsafe extern "C" fn rcuref_pool_publish(p: *const rcuref_pool, obj: *mut c_void) -> i32 {
     // SAFETY: the caller's promise.
-    let p = match unsafe { pool(p) } {
-        Ok(p) => p,
+    let (p, i) = match unsafe { object(p, obj) } {
+        Ok(x) => x,
         Err(e) => return e,
-    };
-    let Some(i) = p.index(obj) else {
-        return RCUREF_EDOMAIN;
     };
     let (count, claimed) = p.node(i);
     // Only a claimed object, once (a second publish, or one from a destroy callback,
@@ -262,13 +270,9 @@ pub unsafe extern "C" fn rcuref_pool_publish(p: *const rcuref_pool, obj: *mut c_
 #[no_mangle]
 pub unsafe extern "C" fn rcuref_pool_get(p: *const rcuref_pool, obj: *const c_void) -> i32 {
     // SAFETY: the caller's promise.
-    let p = match unsafe { pool(p) } {
-        Ok(p) => p,
-        Err(e) => return e,
-    };
-    match p.index(obj) {
-        Some(i) => i32::from(p.node(i).0.get()),
-        None => RCUREF_EDOMAIN,
+    match unsafe { object(p, obj) } {
+        Ok((p, i)) => i32::from(p.node(i).0.get()),
+        Err(e) => e,
     }
 }
 
@@ -281,13 +285,9 @@ pub unsafe extern "C" fn rcuref_pool_get(p: *const rcuref_pool, obj: *const c_vo
 #[no_mangle]
 pub unsafe extern "C" fn rcuref_pool_put(p: *const rcuref_pool, obj: *mut c_void) -> i32 {
     // SAFETY: the caller's promise.
-    let p = match unsafe { pool(p) } {
-        Ok(p) => p,
-        Err(e) => return e,
-    };
-    match p.index(obj) {
-        Some(i) => put(p, i, obj),
-        None => RCUREF_EDOMAIN,
+    match unsafe { object(p, obj) } {
+        Ok((p, i)) => put(p, i, obj),
+        Err(e) => e,
     }
 }
 
