@@ -746,16 +746,17 @@ pub fn bench(args: &[String]) -> Result<(), String> {
             "Pool alloc+free: heapless box_pool takes {r:.2}x the time of rcuref's pool{ir}."
         ));
     }
-    let gp_get = |row: &str, t: usize, who: &str| {
-        gp.iter()
-            .find(|r| r.row == row && r.threads == t && r.who == who)
-            .map(|r| r.median)
+    // A grace-period row's medians for rcuref, its asymmetric build and memb, if all three
+    // were measured.
+    let gp_all = |row: &str, t: usize| -> Option<[f64; 3]> {
+        let get = |who: &str| {
+            gp.iter()
+                .find(|r| r.row == row && r.threads == t && r.who == who)
+                .map(|r| r.median)
+        };
+        Some([get(GP_WHO[0])?, get(GP_WHO[1])?, get(GP_WHO[2])?])
     };
-    if let (Some(d), Some(a), Some(m)) = (
-        gp_get("latency", 1, GP_WHO[0]),
-        gp_get("latency", 1, GP_WHO[1]),
-        gp_get("latency", 1, GP_WHO[2]),
-    ) {
+    if let Some([d, a, m]) = gp_all("latency", 1) {
         summary.push(format!(
             "Grace period with no reader in a section: rcuref {}, asymmetric {}, liburcu memb {}.",
             fmt_ns(d),
@@ -763,24 +764,13 @@ pub fn bench(args: &[String]) -> Result<(), String> {
             fmt_ns(m)
         ));
     }
-    if let (Some(d), Some(a), Some(m)) = (
-        gp_get("throughput", tmax.min(cores()), GP_WHO[0]),
-        gp_get("throughput", tmax.min(cores()), GP_WHO[1]),
-        gp_get("throughput", tmax.min(cores()), GP_WHO[2]),
-    ) {
+    let t = tmax.min(cores());
+    if let Some([d, a, m]) = gp_all("throughput", t) {
         summary.push(format!(
-            "{} concurrent synchronizers: {:.0}/s rcuref, {:.0}/s asymmetric, {:.0}/s liburcu memb.",
-            tmax.min(cores()),
-            d,
-            a,
-            m
+            "{t} concurrent synchronizers: {d:.0}/s rcuref, {a:.0}/s asymmetric, {m:.0}/s liburcu memb."
         ));
     }
-    if let (Some(d), Some(a), Some(m)) = (
-        gp_get("read-paced", 1, GP_WHO[0]),
-        gp_get("read-paced", 1, GP_WHO[1]),
-        gp_get("read-paced", 1, GP_WHO[2]),
-    ) {
+    if let Some([d, a, m]) = gp_all("read-paced", 1) {
         summary.push(format!(
             "Read section under a writer at 20,000 grace periods/s on every side: rcuref {} ({:.2}x liburcu memb's {}), asymmetric {} ({:.2}x).",
             fmt_ns(d),
