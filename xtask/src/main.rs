@@ -31,11 +31,12 @@ const USAGE: &str = "usage: cargo xtask <command>
   bench [--quick]
            run the benchmarks, write docs/bench/REPORT.md and SVG charts
            (RCUREF_BENCH_THREADS=1,2,4,8,16 sets the contended thread counts)
-  mutants [CARGO-MUTANTS FILTERS]
+  mutants [--asym] [CARGO-MUTANTS FILTERS]
            mutation testing of src/ with cargo-mutants (installed if missing): host
            tests, then loom on the survivors; every survivor must be listed with a
            reason in mutants-equivalent.md (about two hours on 2 cores; filters such as
-           `-f src/pool/free_map.rs` narrow it)
+           `-f src/pool/free_map.rs` narrow it, and leave out the asymmetric-fence
+           pass unless --asym is given)
   litmus [--bless] [--control]
            the weak-memory suite (litmus/README.md): reads each fast path's
            instructions out of the object code of every instruction set, checks them

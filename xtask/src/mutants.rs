@@ -5,15 +5,19 @@
 //!    the exact-point preemption tests and the negative controls run too; the signal
 //!    tortures are turned down to `RCUREF_FREEZES=20` freezes);
 //! 2. the mutants that survived pass 1, against the loom models;
-//! 3. `src/rcu/heavy.rs` (excluded from pass 1: it is compiled only in the
-//!    asymmetric-fence build) against `tests/asymmetric.rs` and
-//!    `tests/heavy_fence_placement.rs` in that build (Linux only: membarrier). Skipped
-//!    in a narrowed run.
+//! 3. the asymmetric-fence mode in its own build (Linux only: membarrier), against
+//!    `tests/asymmetric.rs` and `tests/heavy_fence_placement.rs`: `src/rcu/heavy.rs`
+//!    (excluded from pass 1: it is compiled only in that build) and the functions
+//!    elsewhere with code of that mode (`examine_re` in `.cargo/mutants-asym.toml`).
+//!    Those functions are in pass 1 too, where their asymmetric-only lines cannot be
+//!    killed: a mutant pass 3 kills counts as killed, and one it misses survives only
+//!    if pass 1 and 2 missed it too. Skipped in a narrowed run unless `--asym` is
+//!    given.
 //!
-//! A mutant that survives both must be listed in `mutants-equivalent.md` with why it is
-//! equivalent (keyed by file and description, without line numbers, which move); the
-//! command fails on any survivor that is not listed, and reports entries that no longer
-//! survive. It prints the score and writes it to `target/mutation/summary.txt`.
+//! A mutant that survives every pass that tests it must be listed in
+//! `mutants-equivalent.md` with why it is equivalent (keyed by file and description,
+//! without line numbers, which move); the command fails on any survivor that is not
+//! listed, and reports entries that no longer survive. It prints the score and writes it to `target/mutation/summary.txt`.
 //! Settings: `.cargo/mutants.toml` (pass 1), `.cargo/mutants-loom.toml` (pass 2) and
 //! `.cargo/mutants-asym.toml` (pass 3).
 
@@ -26,8 +30,14 @@ use std::process::Command;
 const VERSION: &str = "27.1.0";
 
 pub fn run(args: &[String]) -> Result<(), String> {
-    // Extra arguments (e.g. `-f src/pool/free_map.rs` or `-F <regex>`) narrow pass 1.
-    let narrow: Vec<&str> = args.iter().map(String::as_str).collect();
+    // Extra arguments (e.g. `-f src/pool/free_map.rs` or `-F <regex>`) narrow pass 1;
+    // `--asym` runs pass 3 in a narrowed run too.
+    let asym_too = args.iter().any(|a| a == "--asym");
+    let narrow: Vec<&str> = args
+        .iter()
+        .map(String::as_str)
+        .filter(|a| *a != "--asym")
+        .collect();
     install()?;
     let root = workspace_root();
     let out = root.join("target/mutation");
@@ -59,6 +69,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
     let mut survivors = pass1.missed.clone();
     let mut loom_killed = 0;
+    let mut loom_caught: Vec<String> = Vec::new();
     if !survivors.is_empty() {
         // One run per group of survivors, each against the models of its own module
         // (a loom run costs minutes; every model for every mutant would take hours).
@@ -103,18 +114,19 @@ pub fn run(args: &[String]) -> Result<(), String> {
             )?;
             let pass2 = Outcomes::read(&loom_out)?;
             loom_killed += pass2.caught.len() + pass2.timeout.len();
+            loom_caught.extend(pass2.killed().cloned());
             missed.extend(pass2.missed);
         }
         survivors = missed;
     }
 
     // Pass 3: the asymmetric-fence mode, in its own build.
-    let mut pass3: Option<Outcomes> = None;
-    if narrow.is_empty() && cfg!(target_os = "linux") {
+    let mut p3_extra = (0, 0, 0);
+    if (narrow.is_empty() || asym_too) && cfg!(target_os = "linux") {
         let asym_out = out.join("asym");
         let asym_out_s = asym_out.display().to_string();
         cargo_mutants(
-            "pass 3: the asymmetric-fence mode (src/rcu/heavy.rs, its own build)",
+            "pass 3: the asymmetric-fence mode (heavy.rs, until_done, claim; its own build)",
             &[
                 "mutants",
                 "--config",
@@ -134,8 +146,20 @@ pub fn run(args: &[String]) -> Result<(), String> {
             ],
         )?;
         let p3 = Outcomes::read(&asym_out)?;
-        survivors.extend(p3.missed.iter().cloned());
-        pass3 = Some(p3);
+        // A mutant of a function pass 1 examined too is one mutant, not two: killed if
+        // either build kills it, a survivor only if both miss it.
+        survivors.retain(|m| !p3.killed().any(|k| k == m));
+        let in_pass1 = |m: &String| pass1.all().any(|x| x == m);
+        survivors.extend(p3.missed.iter().filter(|m| !in_pass1(m)).cloned());
+        // Counted below once: only what pass 3 adds (its own mutants, and the pass-1
+        // survivors it kills).
+        p3_extra = (
+            p3.all().filter(|m| !in_pass1(m)).count(),
+            p3.unviable.iter().filter(|m| !in_pass1(m)).count(),
+            p3.killed()
+                .filter(|m| !in_pass1(m) || (pass1.missed.contains(m) && !loom_caught.contains(m)))
+                .count(),
+        );
     }
 
     let listed = equivalents(&root.join("mutants-equivalent.md"))?;
@@ -151,10 +175,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
     let stale: Vec<&String> = listed.keys().filter(|k| !used.contains_key(*k)).collect();
 
-    let p3 = pass3.as_ref();
-    let p3_total = p3.map_or(0, Outcomes::total);
-    let p3_unviable = p3.map_or(0, |p| p.unviable.len());
-    let p3_killed = p3.map_or(0, |p| p.caught.len() + p.timeout.len());
+    let (p3_total, p3_unviable, p3_killed) = p3_extra;
     let total = pass1.total() + p3_total;
     let unviable = pass1.unviable.len() + p3_unviable;
     let viable = total - unviable;
@@ -270,6 +291,14 @@ impl Outcomes {
 
     fn total(&self) -> usize {
         self.caught.len() + self.missed.len() + self.timeout.len() + self.unviable.len()
+    }
+
+    fn killed(&self) -> impl Iterator<Item = &String> {
+        self.caught.iter().chain(&self.timeout)
+    }
+
+    fn all(&self) -> impl Iterator<Item = &String> {
+        self.killed().chain(&self.missed).chain(&self.unviable)
     }
 }
 
