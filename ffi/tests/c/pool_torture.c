@@ -14,6 +14,7 @@
  */
 #define _GNU_SOURCE
 #include "annotate.h"
+#include "clock.h"
 #include "rcuref.h"
 #include <pthread.h>
 #include <stdatomic.h>
@@ -21,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define LIVE 0x1171u
 #define DEAD 0xdeadu
@@ -89,13 +89,6 @@ static void *reader(void *arg)
 		put(o);
 	}
 	return NULL;
-}
-
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
 int main(int argc, char **argv)

@@ -12,13 +12,13 @@
  */
 #define _GNU_SOURCE
 #include "annotate.h"
+#include "clock.h"
 #include "rcuref.h"
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define LIVE 0x1171u
 #define DEAD 0xdeadu
@@ -126,13 +126,6 @@ static void *runner(void *arg)
 		if (rcuref_call_rcu_run(d) < 0)
 			abort();
 	return NULL;
-}
-
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
 int main(int argc, char **argv)
