@@ -21,6 +21,7 @@
 //!
 //! [embedded-test]: https://crates.io/crates/embedded-test
 
+mod child;
 mod elf;
 mod qemu;
 
@@ -749,8 +750,8 @@ fn run_one(
         semihosting.push_str(",arg=");
         semihosting.push_str(a);
     }
-    let mut child = Command::new(qemu)
-        .args(m.args())
+    let mut cmd = Command::new(qemu);
+    cmd.args(m.args())
         .args([
             "-nographic",
             "-monitor",
@@ -764,9 +765,10 @@ fn run_one(
         ])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("QEMU failed to start: {qemu}: {e}"))?;
+        .stderr(Stdio::piped());
+    let mut child =
+        child::spawn(&mut cmd).map_err(|e| format!("QEMU failed to start: {qemu}: {e}"))?;
+    let watch = child::Watch::begin();
     let mut out = child.stdout.take().expect("piped");
     let mut err = child.stderr.take().expect("piped");
     let reader = std::thread::spawn(move || {
@@ -781,6 +783,7 @@ fn run_one(
     });
     let start = Instant::now();
     let verdict = loop {
+        watch.handle_pending(&mut child);
         if let Some(st) = child.try_wait().map_err(|e| e.to_string())? {
             break Verdict::Exit(st.code().unwrap_or(-1));
         }
@@ -791,6 +794,7 @@ fn run_one(
         }
         std::thread::sleep(Duration::from_millis(5));
     };
+    drop(watch);
     Ok(RunResult {
         verdict,
         stdout: reader.join().unwrap_or_default(),

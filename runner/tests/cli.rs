@@ -53,8 +53,8 @@ fn plain_elf(dir: &Path, symbols: &[&str]) -> PathBuf {
     p
 }
 
-/// Runs the runner with `args`, QEMU found only where the test says.
-fn runner(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+/// The runner with `args`, QEMU found only where the test says.
+fn runner_cmd(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
     let empty = dir.join("empty-path");
     std::fs::create_dir_all(&empty).unwrap();
     let mut c = Command::new(env!("CARGO_BIN_EXE_qemu-embedded-runner"));
@@ -67,7 +67,12 @@ fn runner(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     for (k, v) in env {
         c.env(k, v);
     }
-    c.output().unwrap()
+    c
+}
+
+/// Runs the runner with `args`, QEMU found only where the test says.
+fn runner(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    runner_cmd(dir, args, env).output().unwrap()
 }
 
 fn text(b: &[u8]) -> String {
@@ -420,4 +425,145 @@ fn memory_maps_are_printed_for_the_known_machines() {
     );
     assert!(!o.status.success());
     assert!(text(&o.stderr).contains("no memory map known"));
+}
+
+/// Whether process `pid` is still running (a zombie is not: it only waits to be reaped).
+fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // `pid (comm) S ...`: the state follows the last `)`.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X"),
+        Err(_) => false,
+    }
+}
+
+/// Polls `f` every 20 ms until it is true or `secs` have passed; whether it became true.
+fn within(secs: u64, mut f: impl FnMut() -> bool) -> bool {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    loop {
+        if f() {
+            return true;
+        }
+        if std::time::Instant::now() > end {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// The processes of one test (the runner, its stand-in QEMU), killed when the test ends
+/// however it ends, so that a failing test leaves nothing running.
+struct Procs {
+    runner: std::process::Child,
+    qemu: Option<i32>,
+}
+
+impl Drop for Procs {
+    fn drop(&mut self) {
+        let _ = self.runner.kill();
+        let _ = self.runner.wait();
+        if let Some(q) = self.qemu {
+            if alive(q) {
+                // SAFETY: kill(2) with a pid this test's stand-in QEMU wrote.
+                unsafe { libc::kill(q, libc::SIGKILL) };
+            }
+        }
+    }
+}
+
+/// A stand-in QEMU that never exits (like a hanging firmware), after printing `first`:
+/// it writes its pid to `qemu.pid` in `dir` and becomes `sleep`.
+fn hanging_qemu(dir: &Path, first: &str) -> PathBuf {
+    let pidfile = dir.join("qemu.pid");
+    fake_qemu(
+        dir,
+        "qemu-system-arm",
+        &format!(
+            "printf '{first}'; echo $$ > '{}'; exec /bin/sleep 600",
+            pidfile.display()
+        ),
+    )
+}
+
+/// Starts the runner on a hanging QEMU (plain program, a long timeout) and waits until
+/// QEMU runs.
+fn start_hanging(name: &str, first: &str) -> Procs {
+    let d = scratch(name);
+    let q = hanging_qemu(&d, first);
+    let elf = plain_elf(&d, &[]);
+    let runner = runner_cmd(
+        &d,
+        &[
+            "--target",
+            "thumbv7m-none-eabi",
+            "--program-timeout",
+            "120",
+            "--qemu",
+            q.to_str().unwrap(),
+            elf.to_str().unwrap(),
+        ],
+        &[],
+    )
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    let mut p = Procs { runner, qemu: None };
+    let pidfile = d.join("qemu.pid");
+    assert!(
+        within(10, || {
+            p.qemu = std::fs::read_to_string(&pidfile)
+                .ok()
+                .and_then(|s| s.trim().parse().ok());
+            p.qemu.is_some()
+        }),
+        "the stand-in QEMU did not start"
+    );
+    p
+}
+
+/// Sends `sig` to the runner; its QEMU must be gone soon after, and the runner must end
+/// as that signal ends a process (a shell shows 128 + signo).
+fn qemu_dies_with_the_runner(name: &str, sig: i32) {
+    use std::os::unix::process::ExitStatusExt;
+    let mut p = start_hanging(name, "booted\\n");
+    let qemu = p.qemu.unwrap();
+    assert!(alive(qemu));
+    // SAFETY: kill(2) on the runner this test started.
+    unsafe { libc::kill(p.runner.id() as i32, sig) };
+    let mut status = None;
+    assert!(
+        within(10, || {
+            status = p.runner.try_wait().unwrap();
+            status.is_some()
+        }),
+        "the runner did not end on signal {sig}"
+    );
+    assert!(
+        within(5, || !alive(qemu)),
+        "QEMU (pid {qemu}) still runs after signal {sig} to the runner"
+    );
+    assert_eq!(status.unwrap().signal(), Some(sig), "{:?}", status);
+}
+
+#[test]
+fn qemu_dies_when_the_runner_gets_sigterm() {
+    qemu_dies_with_the_runner("sigterm", libc::SIGTERM);
+}
+
+#[test]
+fn qemu_dies_when_the_runner_gets_sighup() {
+    qemu_dies_with_the_runner("sighup", libc::SIGHUP);
+}
+
+#[test]
+fn qemu_dies_when_the_runner_gets_sigint() {
+    qemu_dies_with_the_runner("sigint", libc::SIGINT);
+}
+
+#[test]
+fn qemu_dies_when_the_runner_gets_sigkill() {
+    qemu_dies_with_the_runner("sigkill", libc::SIGKILL);
 }
