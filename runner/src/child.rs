@@ -5,7 +5,7 @@
 //!   dies (`PR_SET_PDEATHSIG`, set between fork and exec): this covers a `SIGKILL` of
 //!   the runner, a panic, anything;
 //! * `SIGINT`, `SIGTERM`, `SIGHUP` and `SIGQUIT` are caught while a QEMU runs: the loop
-//!   that watches QEMU kills and reaps it, then the runner dies of the same signal (its
+//!   that watches QEMU kills and reaps it, shows what QEMU printed, then the runner dies of the same signal (its
 //!   default action), so its parent sees the conventional status (a shell's 128+signo).
 //!   Signals the runner was started with ignored (`nohup`) stay ignored. Outside a QEMU
 //!   run the handler only restores the default action and re-raises: the runner behaves
@@ -111,15 +111,10 @@ impl Watch {
         Watch(())
     }
 
-    /// A signal came: kills and reaps `child`, then ends the process as that signal
-    /// would have (output written so far is flushed). Does nothing when none came.
-    pub(crate) fn handle_pending(&self, child: &mut Child) {
-        let sig = STATE.load(SeqCst);
-        if sig > 0 {
-            let _ = child.kill();
-            let _ = child.wait();
-            die_now(sig);
-        }
+    /// The signal that came while this QEMU ran, if any: the caller kills and reaps
+    /// QEMU, shows what it printed, then calls [`die_now`].
+    pub(crate) fn pending(&self) -> Option<i32> {
+        Some(STATE.load(SeqCst)).filter(|&sig| sig > 0)
     }
 }
 
@@ -136,7 +131,7 @@ impl Drop for Watch {
 
 /// Ends the process as signal `sig` would: flushes stdout, restores the default action,
 /// raises it; falls back to exit status 128 + `sig` should the signal not end it.
-fn die_now(sig: i32) -> ! {
+pub(crate) fn die_now(sig: i32) -> ! {
     use std::io::Write;
     let _ = std::io::stdout().flush();
     let _ = std::io::stderr().flush();

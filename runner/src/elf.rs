@@ -113,40 +113,78 @@ pub(crate) fn locations(table: Option<&Table>, elf: &[u8]) -> Option<Locations> 
     table.and_then(|t| t.get_locations(elf).ok())
 }
 
-/// Decodes defmt frames into lines, with the source location when known; without a
-/// defmt table, the bytes as text.
-pub(crate) fn decode_log(
-    table: Option<&Table>,
-    locations: Option<&Locations>,
-    bytes: &[u8],
-) -> Vec<String> {
-    let Some(table) = table else {
-        return String::from_utf8_lossy(bytes)
-            .lines()
-            .map(str::to_string)
-            .collect();
-    };
-    let mut out = Vec::new();
-    let mut dec = table.new_stream_decoder();
-    dec.received(bytes);
-    loop {
-        match dec.decode() {
-            Ok(frame) => {
-                let loc = locations
-                    .as_ref()
-                    .and_then(|l| l.get(&frame.index()))
-                    .map(|l| format!("  ({}:{})", l.file.display(), l.line))
-                    .unwrap_or_default();
-                // Multi-line messages (a panic's location, then its message) stay indented.
-                let text = frame.display(false).to_string().replace('\n', "\n        ");
-                out.push(format!("{text}{loc}"));
-            }
-            Err(DecodeError::UnexpectedEof) => break,
-            Err(DecodeError::Malformed) => {
-                out.push("<malformed defmt frame; later output skipped>".into());
-                break;
-            }
+/// Turns the firmware's output into lines as it arrives: defmt frames decoded (with the
+/// source location when known), or, without a defmt table, the bytes as text.
+pub(crate) struct LogDecoder<'t> {
+    locations: Option<&'t Locations>,
+    frames: Option<Box<dyn defmt_decoder::StreamDecoder + Send + Sync + 't>>,
+    /// Text not yet ended by a newline (no defmt table).
+    text: Vec<u8>,
+    /// A malformed frame was met: the rest is skipped.
+    stopped: bool,
+}
+
+impl<'t> LogDecoder<'t> {
+    pub(crate) fn new(table: Option<&'t Table>, locations: Option<&'t Locations>) -> Self {
+        LogDecoder {
+            locations,
+            frames: table.map(Table::new_stream_decoder),
+            text: Vec::new(),
+            stopped: false,
         }
     }
-    out
+
+    /// The lines that `bytes` completes.
+    pub(crate) fn push(&mut self, bytes: &[u8]) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.stopped {
+            return out;
+        }
+        let Some(dec) = self.frames.as_mut() else {
+            self.text.extend_from_slice(bytes);
+            while let Some(nl) = self.text.iter().position(|&b| b == b'\n') {
+                let line: Vec<u8> = self.text.drain(..=nl).collect();
+                out.push(text_line(&line[..nl]));
+            }
+            return out;
+        };
+        dec.received(bytes);
+        loop {
+            match dec.decode() {
+                Ok(frame) => {
+                    let loc = self
+                        .locations
+                        .and_then(|l| l.get(&frame.index()))
+                        .map(|l| format!("  ({}:{})", l.file.display(), l.line))
+                        .unwrap_or_default();
+                    // Multi-line messages (a panic's location, then its message) stay indented.
+                    let text = frame.display(false).to_string().replace('\n', "\n        ");
+                    out.push(format!("{text}{loc}"));
+                }
+                Err(DecodeError::UnexpectedEof) => break,
+                Err(DecodeError::Malformed) => {
+                    out.push("<malformed defmt frame; later output skipped>".into());
+                    self.stopped = true;
+                    break;
+                }
+            }
+        }
+        out
+    }
+
+    /// The last line, when the output did not end with a newline.
+    pub(crate) fn finish(&mut self) -> Vec<String> {
+        let rest = std::mem::take(&mut self.text);
+        if rest.is_empty() {
+            Vec::new()
+        } else {
+            vec![text_line(&rest)]
+        }
+    }
+}
+
+/// One line of plain text (a `\r` before its newline dropped).
+fn text_line(bytes: &[u8]) -> String {
+    let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
+    String::from_utf8_lossy(bytes).into_owned()
 }

@@ -508,15 +508,21 @@ pub fn run(o: &Options) -> Result<(), String> {
             Some(f) => Some(std::fs::read_to_string(f).map_err(|e| format!("--expect {f}: {e}"))?),
             None => None,
         };
-        let r = run_one(&qemu, &o.machine, &o.elf, o.program_timeout, &[])?;
-        let lines = elf::decode_log(table.as_ref(), locs.as_ref(), &r.stdout);
-        for l in &lines {
-            println!("{l}");
-        }
-        print_qemu_messages(&r.stderr, "");
+        let mut dec = elf::LogDecoder::new(table.as_ref(), locs.as_ref());
+        let r = run_one(
+            &qemu,
+            &o.machine,
+            &o.elf,
+            o.program_timeout,
+            &[],
+            "qemu: ",
+            &mut dec,
+            &mut |l| println!("{l}"),
+        )?;
         if let Some(why) = r.failed_to_start(&qemu) {
             return Err(why);
         }
+        let lines = r.lines;
         if lines.is_empty() && rtt_only {
             eprintln!("{RTT_ONLY}");
         }
@@ -587,11 +593,35 @@ pub fn run(o: &Options) -> Result<(), String> {
         }
         let t0 = Instant::now();
         let entry = t.entry.to_string();
-        let r = run_one(&qemu, &o.machine, &o.elf, t.timeout, &["run_addr", &entry])?;
+        // As libtest with one thread: the name while the test runs, then its output
+        // (indented) as it comes; the result line is repeated whole after any output.
+        print!("test {} ... ", t.name);
+        let _ = std::io::Write::flush(&mut std::io::stdout());
+        let mut dec = elf::LogDecoder::new(table.as_ref(), locs.as_ref());
+        let mut printed = false;
+        let mut r = run_one(
+            &qemu,
+            &o.machine,
+            &o.elf,
+            t.timeout,
+            &["run_addr", &entry],
+            &format!("qemu ({}): ", t.name),
+            &mut dec,
+            &mut |l| {
+                if !printed {
+                    println!();
+                    printed = true;
+                }
+                println!("    {l}");
+            },
+        )?;
         if let Some(why) = r.failed_to_start(&qemu) {
+            if !printed {
+                println!();
+            }
             return Err(why);
         }
-        let lines = elf::decode_log(table.as_ref(), locs.as_ref(), &r.stdout);
+        let lines = std::mem::take(&mut r.lines);
         let (ok, why) = match r.verdict {
             Verdict::Exit(0) if !t.should_panic => (true, String::new()),
             Verdict::Exit(0) => (false, "expected a panic, but the test passed".into()),
@@ -606,18 +636,16 @@ pub fn run(o: &Options) -> Result<(), String> {
         } else {
             why
         };
+        if printed {
+            print!("test {} ... ", t.name);
+        }
         println!(
-            "test {} ... {} ({:.2} s)",
-            t.name,
+            "{} ({:.2} s)",
             if ok { "ok" } else { "FAILED" },
             t0.elapsed().as_secs_f64()
         );
-        print_qemu_messages(&r.stderr, &t.name);
         if ok {
             passed += 1;
-            for l in &lines {
-                println!("    {l}");
-            }
         } else {
             failed += 1;
             failures.push((t.name.clone(), why, lines));
@@ -649,17 +677,6 @@ pub fn run(o: &Options) -> Result<(), String> {
 const RTT_ONLY: &str = "the firmware has an RTT control block (`_SEGGER_RTT`) and printed \
     nothing: QEMU cannot read RTT (only a debug probe can); log over semihosting instead \
     (defmt-semihosting, or embedded-test's `semihosting` feature)";
-
-/// QEMU's own messages, on stderr, one `qemu:` line each (with the test's name).
-fn print_qemu_messages(stderr: &str, test: &str) {
-    for l in stderr.lines().filter(|l| !l.trim().is_empty()) {
-        if test.is_empty() {
-            eprintln!("qemu: {l}");
-        } else {
-            eprintln!("qemu ({test}): {l}");
-        }
-    }
-}
 
 /// A line diff of `want` and `got` (longest common subsequence; `-` lines expected,
 /// `+` lines got, the rest shared).
@@ -700,10 +717,12 @@ enum Verdict {
     Timeout,
 }
 
-/// One QEMU run: how it ended, the firmware's semihosting output, QEMU's stderr.
+/// One QEMU run: how it ended, the firmware's output (decoded), QEMU's stderr.
 struct RunResult {
     verdict: Verdict,
-    stdout: Vec<u8>,
+    lines: Vec<String>,
+    /// The firmware wrote nothing at all.
+    no_output: bool,
     stderr: String,
 }
 
@@ -712,7 +731,7 @@ impl RunResult {
     /// firmware prints anything, with a message on stderr that starts with its own name.
     /// A firmware that exits 1 over semihosting leaves no such line.
     fn failed_to_start(&self, qemu: &str) -> Option<String> {
-        if !matches!(self.verdict, Verdict::Exit(c) if c != 0) || !self.stdout.is_empty() {
+        if !matches!(self.verdict, Verdict::Exit(c) if c != 0) || !self.no_output {
             return None;
         }
         let name = std::path::Path::new(qemu)
@@ -735,16 +754,24 @@ impl RunResult {
 }
 
 /// Boots `elf_path` in a fresh QEMU with `args` as its semihosting command line; kills
-/// it after `timeout`.
+/// it after `timeout`. The firmware's output is decoded with `dec` and each line given
+/// to `line` as it comes; QEMU's own messages go to stderr as they come, after `prefix`.
+/// A signal to the runner meanwhile kills QEMU, shows what it printed, and ends the
+/// runner as the signal would.
+#[allow(clippy::too_many_arguments)]
 fn run_one(
     qemu: &str,
     m: &Machine,
     elf_path: &str,
     timeout: Duration,
     args: &[&str],
+    prefix: &str,
+    dec: &mut elf::LogDecoder,
+    line: &mut dyn FnMut(&str),
 ) -> Result<RunResult, String> {
-    use std::io::Read;
+    use std::io::{BufRead, Read};
     use std::process::{Command, Stdio};
+    use std::sync::mpsc;
     let mut semihosting = String::from("enable=on,target=native");
     for a in args {
         semihosting.push_str(",arg=");
@@ -769,35 +796,103 @@ fn run_one(
     let mut child =
         child::spawn(&mut cmd).map_err(|e| format!("QEMU failed to start: {qemu}: {e}"))?;
     let watch = child::Watch::begin();
-    let mut out = child.stdout.take().expect("piped");
-    let mut err = child.stderr.take().expect("piped");
-    let reader = std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        let _ = out.read_to_end(&mut buf);
-        buf
+    let (Some(mut out), Some(err)) = (child.stdout.take(), child.stderr.take()) else {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err("QEMU's output could not be read".into());
+    };
+    let (tx, rx) = mpsc::channel::<Vec<u8>>();
+    std::thread::spawn(move || {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            match out.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    if tx.send(buf[..n].to_vec()).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
     });
+    let prefix = prefix.to_string();
     let err_reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = err.read_to_string(&mut s);
-        s
+        let mut all = String::new();
+        for l in std::io::BufReader::new(err).split(b'\n') {
+            let Ok(l) = l else { break };
+            let l = String::from_utf8_lossy(&l);
+            let l = l.trim_end_matches('\r');
+            if !l.trim().is_empty() {
+                eprintln!("{prefix}{l}");
+            }
+            all.push_str(l);
+            all.push('\n');
+        }
+        all
     });
+    let mut lines = Vec::new();
+    let mut no_output = true;
+    let mut take = |bytes: &[u8], lines: &mut Vec<String>, line: &mut dyn FnMut(&str)| {
+        no_output = false;
+        for l in dec.push(bytes) {
+            line(&l);
+            lines.push(l);
+        }
+    };
     let start = Instant::now();
     let verdict = loop {
-        watch.handle_pending(&mut child);
-        if let Some(st) = child.try_wait().map_err(|e| e.to_string())? {
-            break Verdict::Exit(st.code().unwrap_or(-1));
+        if let Some(sig) = watch.pending() {
+            let _ = child.kill();
+            let _ = child.wait();
+            while let Ok(bytes) = rx.try_recv() {
+                take(&bytes, &mut lines, line);
+            }
+            for l in dec.finish() {
+                line(&l);
+            }
+            child::die_now(sig);
+        }
+        match rx.recv_timeout(Duration::from_millis(5)) {
+            Ok(bytes) => take(&bytes, &mut lines, line),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            // QEMU closed its output but has not exited yet.
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                std::thread::sleep(Duration::from_millis(5))
+            }
+        }
+        match child.try_wait() {
+            Ok(Some(st)) => break Verdict::Exit(st.code().unwrap_or(-1)),
+            Ok(None) => {}
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("waiting for QEMU: {e}"));
+            }
         }
         if start.elapsed() > timeout {
             let _ = child.kill();
             let _ = child.wait();
             break Verdict::Timeout;
         }
-        std::thread::sleep(Duration::from_millis(5));
     };
     drop(watch);
+    // What QEMU wrote before it ended; a process QEMU left holding the pipe is not
+    // waited for long.
+    let drain_end = Instant::now() + Duration::from_secs(2);
+    while let Some(left) = drain_end.checked_duration_since(Instant::now()) {
+        match rx.recv_timeout(left) {
+            Ok(bytes) => take(&bytes, &mut lines, line),
+            Err(_) => break,
+        }
+    }
+    for l in dec.finish() {
+        line(&l);
+        lines.push(l);
+    }
     Ok(RunResult {
         verdict,
-        stdout: reader.join().unwrap_or_default(),
+        lines,
+        no_output,
         stderr: err_reader.join().unwrap_or_default(),
     })
 }

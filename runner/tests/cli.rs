@@ -70,6 +70,48 @@ fn runner_cmd(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
     c
 }
 
+/// An embedded-test suite for `arch` with `tests` (name, ignored), without a defmt table:
+/// each test's entry is its position (1, 2, ...), so a stand-in QEMU can tell them apart
+/// by `run_addr N` in its arguments.
+fn suite_elf(dir: &Path, arch: object::Architecture, tests: &[(&str, bool)]) -> PathBuf {
+    use object::write::{Object, Symbol, SymbolSection};
+    use object::{BinaryFormat, Endianness, SectionKind, SymbolFlags, SymbolKind, SymbolScope};
+    let mut o = Object::new(BinaryFormat::Elf, arch, Endianness::Little);
+    let word = if o.architecture().address_size().map(|s| s.bytes()) == Some(8) {
+        8
+    } else {
+        4
+    };
+    let sec = o.add_section(Vec::new(), b".embedded_test".to_vec(), SectionKind::Data);
+    let mut add = |name: String, words: &[u64]| {
+        let mut bytes = Vec::new();
+        for w in words {
+            bytes.extend_from_slice(&w.to_le_bytes()[..word]);
+        }
+        let off = o.append_section_data(sec, &bytes, word as u64);
+        o.add_symbol(Symbol {
+            name: name.into_bytes(),
+            value: off,
+            size: bytes.len() as u64,
+            kind: SymbolKind::Data,
+            scope: SymbolScope::Linkage,
+            weak: false,
+            section: SymbolSection::Section(sec),
+            flags: SymbolFlags::None,
+        });
+    };
+    add("EMBEDDED_TEST_VERSION".into(), &[1]);
+    for (i, (name, ignored)) in tests.iter().enumerate() {
+        add(
+            format!(r#"{{"name":"{name}","ignored":{ignored},"should_panic":false}}"#),
+            &[i as u64 + 1, 0, 0],
+        );
+    }
+    let p = dir.join("suite.elf");
+    std::fs::write(&p, o.write().unwrap()).unwrap();
+    p
+}
+
 /// Runs the runner with `args`, QEMU found only where the test says.
 fn runner(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     runner_cmd(dir, args, env).output().unwrap()
@@ -566,4 +608,101 @@ fn qemu_dies_when_the_runner_gets_sigint() {
 #[test]
 fn qemu_dies_when_the_runner_gets_sigkill() {
     qemu_dies_with_the_runner("sigkill", libc::SIGKILL);
+}
+
+/// The lines of `out` as they come, from a thread.
+fn lines_of(out: impl std::io::Read + Send + 'static) -> std::sync::mpsc::Receiver<String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for l in std::io::BufReader::new(out)
+            .split(b'\n')
+            .map_while(Result::ok)
+        {
+            if tx.send(text(&l)).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// Waits up to `secs` for a line of `rx` that contains `want`; the lines seen until then.
+fn wait_for_line(rx: &std::sync::mpsc::Receiver<String>, want: &str, secs: u64) -> (bool, String) {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    let mut seen = String::new();
+    while let Some(left) = end.checked_duration_since(std::time::Instant::now()) {
+        match rx.recv_timeout(left) {
+            Ok(l) => {
+                seen.push_str(&l);
+                seen.push('\n');
+                if l.contains(want) {
+                    return (true, seen);
+                }
+            }
+            Err(_) => break,
+        }
+    }
+    (false, seen)
+}
+
+#[test]
+fn a_programs_output_shows_while_qemu_still_runs() {
+    let mut p = start_hanging("stream-program", "booted\\n");
+    let rx = lines_of(p.runner.stdout.take().unwrap());
+    let (seen, out) = wait_for_line(&rx, "booted", 5);
+    assert!(seen, "nothing shown while QEMU runs: {out:?}");
+    assert!(alive(p.qemu.unwrap()));
+}
+
+#[test]
+fn an_interrupted_run_shows_what_the_firmware_printed() {
+    // The last line has no newline yet (a panic message being written, say).
+    let mut p = start_hanging("stream-interrupted", "one\\ntwo");
+    let mut out = p.runner.stdout.take().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    // SAFETY: kill(2) on the runner this test started.
+    unsafe { libc::kill(p.runner.id() as i32, libc::SIGTERM) };
+    let mut s = String::new();
+    std::io::Read::read_to_string(&mut out, &mut s).unwrap();
+    assert_eq!(s, "one\ntwo\n");
+}
+
+#[test]
+fn a_hanging_tests_name_and_output_show_before_its_timeout() {
+    let d = scratch("stream-test");
+    let pidfile = d.join("qemu.pid");
+    let q = fake_qemu(
+        &d,
+        "qemu-system-arm",
+        &format!(
+            "printf 'step 1\\n'; echo $$ > '{}'; exec /bin/sleep 600",
+            pidfile.display()
+        ),
+    );
+    let elf = suite_elf(&d, object::Architecture::Arm, &[("hangs", false)]);
+    let runner = runner_cmd(
+        &d,
+        &[
+            "--target",
+            "thumbv7m-none-eabi",
+            "--timeout",
+            "120",
+            "--qemu",
+            q.to_str().unwrap(),
+            elf.to_str().unwrap(),
+        ],
+        &[],
+    )
+    .stdout(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    let mut p = Procs { runner, qemu: None };
+    let rx = lines_of(p.runner.stdout.take().unwrap());
+    let (seen, out) = wait_for_line(&rx, "step 1", 5);
+    p.qemu = std::fs::read_to_string(&pidfile)
+        .ok()
+        .and_then(|s| s.trim().parse().ok());
+    assert!(seen, "nothing shown while the test runs: {out:?}");
+    assert!(out.contains("test hangs ... \n    step 1\n"), "{out:?}");
 }
