@@ -115,21 +115,34 @@ pub(crate) fn locations(table: Option<&Table>, elf: &[u8]) -> Option<Locations> 
 
 /// Turns the firmware's output into lines as it arrives: defmt frames decoded (with the
 /// source location when known), or, without a defmt table, the bytes as text.
+///
+/// With defmt's default encoding (rzCOBS, each frame ended by a zero byte) plain text
+/// written over semihosting between frames (an `hprintln!`, a `panic-semihosting`
+/// message) is shown as text and decoding goes on at the next frame, as `defmt-print`
+/// resynchronises. Such text has no zero byte, so it arrives glued to the front of the
+/// next frame: the chunk is split at the newline after which the rest decodes as a whole
+/// frame. Text after the last frame shows when the output ends.
 pub(crate) struct LogDecoder<'t> {
+    table: Option<&'t Table>,
     locations: Option<&'t Locations>,
-    frames: Option<Box<dyn defmt_decoder::StreamDecoder + Send + Sync + 't>>,
-    /// Text not yet ended by a newline (no defmt table).
-    text: Vec<u8>,
-    /// A malformed frame was met: the rest is skipped.
+    /// The raw encoding (no frame boundaries, so no resynchronising).
+    raw: Option<Box<dyn defmt_decoder::StreamDecoder + Send + Sync + 't>>,
+    /// Bytes not yet ended by a newline (no table) or a zero byte (rzCOBS).
+    pending: Vec<u8>,
+    /// A malformed frame was met in the raw encoding: the rest is skipped.
     stopped: bool,
 }
 
 impl<'t> LogDecoder<'t> {
     pub(crate) fn new(table: Option<&'t Table>, locations: Option<&'t Locations>) -> Self {
+        let raw = table
+            .filter(|t| !t.encoding().can_recover())
+            .map(Table::new_stream_decoder);
         LogDecoder {
+            table,
             locations,
-            frames: table.map(Table::new_stream_decoder),
-            text: Vec::new(),
+            raw,
+            pending: Vec::new(),
             stopped: false,
         }
     }
@@ -140,47 +153,159 @@ impl<'t> LogDecoder<'t> {
         if self.stopped {
             return out;
         }
-        let Some(dec) = self.frames.as_mut() else {
-            self.text.extend_from_slice(bytes);
-            while let Some(nl) = self.text.iter().position(|&b| b == b'\n') {
-                let line: Vec<u8> = self.text.drain(..=nl).collect();
-                out.push(text_line(&line[..nl]));
+        if let Some(dec) = self.raw.as_mut() {
+            dec.received(bytes);
+            loop {
+                match dec.decode() {
+                    Ok(frame) => out.push(frame_line(&frame, self.locations)),
+                    Err(DecodeError::UnexpectedEof) => break,
+                    Err(DecodeError::Malformed) => {
+                        out.push(
+                            "<malformed defmt frame; the raw encoding cannot resynchronise, \
+                             later output skipped>"
+                                .into(),
+                        );
+                        self.stopped = true;
+                        break;
+                    }
+                }
             }
             return out;
-        };
-        dec.received(bytes);
-        loop {
-            match dec.decode() {
-                Ok(frame) => {
-                    let loc = self
-                        .locations
-                        .and_then(|l| l.get(&frame.index()))
-                        .map(|l| format!("  ({}:{})", l.file.display(), l.line))
-                        .unwrap_or_default();
-                    // Multi-line messages (a panic's location, then its message) stay indented.
-                    let text = frame.display(false).to_string().replace('\n', "\n        ");
-                    out.push(format!("{text}{loc}"));
+        }
+        self.pending.extend_from_slice(bytes);
+        let end = if self.table.is_some() { 0 } else { b'\n' };
+        while let Some(at) = self.pending.iter().position(|&b| b == end) {
+            let chunk: Vec<u8> = self.pending.drain(..=at).collect();
+            let chunk = &chunk[..at];
+            match self.table {
+                None => out.push(text_line(chunk)),
+                Some(table) if !chunk.is_empty() => {
+                    self.frame_chunk(table, chunk, &mut out);
                 }
-                Err(DecodeError::UnexpectedEof) => break,
-                Err(DecodeError::Malformed) => {
-                    out.push("<malformed defmt frame; later output skipped>".into());
-                    self.stopped = true;
-                    break;
-                }
+                Some(_) => {}
             }
         }
         out
     }
 
-    /// The last line, when the output did not end with a newline.
-    pub(crate) fn finish(&mut self) -> Vec<String> {
-        let rest = std::mem::take(&mut self.text);
-        if rest.is_empty() {
-            Vec::new()
+    /// One zero-ended chunk of rzCOBS output: a frame, text and a frame, or neither.
+    fn frame_chunk(&self, table: &Table, chunk: &[u8], out: &mut Vec<String>) {
+        if let Some(line) = decode_frame(table, self.locations, chunk) {
+            out.push(line);
+            return;
+        }
+        let splits = chunk
+            .iter()
+            .enumerate()
+            .filter(|&(i, &b)| b == b'\n' && i + 1 < chunk.len())
+            .map(|(i, _)| i + 1);
+        for at in splits {
+            if let Some(line) = decode_frame(table, self.locations, &chunk[at..]) {
+                text_lines(&chunk[..at], out);
+                out.push(line);
+                return;
+            }
+        }
+        if is_text(chunk) {
+            text_lines(chunk, out);
         } else {
-            vec![text_line(&rest)]
+            out.push(format!(
+                "<malformed defmt frame skipped ({} bytes)>",
+                chunk.len()
+            ));
         }
     }
+
+    /// The rest, once the output has ended: text not ended by a newline, or, with defmt,
+    /// whatever followed the last frame (a panic message written as plain text).
+    pub(crate) fn finish(&mut self) -> Vec<String> {
+        let rest = std::mem::take(&mut self.pending);
+        let mut out = Vec::new();
+        if rest.is_empty() || self.stopped {
+            return out;
+        }
+        if self.table.is_none() || is_text(&rest) {
+            text_lines(&rest, &mut out);
+        } else {
+            out.push(format!(
+                "<incomplete defmt frame at the end ({} bytes)>",
+                rest.len()
+            ));
+        }
+        out
+    }
+}
+
+/// Decodes one rzCOBS frame (without its zero byte), only if all of it is one frame:
+/// bytes the frame does not use must be the encoding's zero padding.
+fn decode_frame(table: &Table, locations: Option<&Locations>, encoded: &[u8]) -> Option<String> {
+    let data = rzcobs_decode(encoded)?;
+    let (frame, used) = table.decode(&data).ok()?;
+    data[used..]
+        .iter()
+        .all(|&b| b == 0)
+        .then(|| frame_line(&frame, locations))
+}
+
+/// rzCOBS, as defmt-decoder reads it (its decoder is private): groups read from the end;
+/// a byte 0x01..=0x7f says which of the next 7 bytes are zeros (bit set) and which come
+/// next in the input; 0x80..=0xfe is a zero then `(x & 0x7f) + 7` literal bytes; 0xff is
+/// 134 literal bytes.
+fn rzcobs_decode(data: &[u8]) -> Option<Vec<u8>> {
+    let mut res = Vec::with_capacity(data.len() * 2);
+    let mut data = data.iter().rev().copied();
+    while let Some(x) = data.next() {
+        match x {
+            0 => return None,
+            0x01..=0x7f => {
+                for i in 0..7 {
+                    if x & (1 << (6 - i)) == 0 {
+                        res.push(data.next()?);
+                    } else {
+                        res.push(0);
+                    }
+                }
+            }
+            0x80..=0xfe => {
+                res.push(0);
+                for _ in 0..(x & 0x7f) + 7 {
+                    res.push(data.next()?);
+                }
+            }
+            0xff => {
+                for _ in 0..134 {
+                    res.push(data.next()?);
+                }
+            }
+        }
+    }
+    res.reverse();
+    Some(res)
+}
+
+/// A decoded frame as a line, with its source location when known.
+fn frame_line(frame: &defmt_decoder::Frame, locations: Option<&Locations>) -> String {
+    let loc = locations
+        .and_then(|l| l.get(&frame.index()))
+        .map(|l| format!("  ({}:{})", l.file.display(), l.line))
+        .unwrap_or_default();
+    // Multi-line messages (a panic's location, then its message) stay indented.
+    let text = frame.display(false).to_string().replace('\n', "\n        ");
+    format!("{text}{loc}")
+}
+
+/// Whether `bytes` read as text: UTF-8 without control characters but tabs and line ends.
+fn is_text(bytes: &[u8]) -> bool {
+    std::str::from_utf8(bytes).is_ok_and(|s| {
+        !s.chars()
+            .any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t'))
+    })
+}
+
+/// `bytes` as text lines (a last line without its newline included).
+fn text_lines(bytes: &[u8], out: &mut Vec<String>) {
+    let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+    out.extend(bytes.split(|&b| b == b'\n').map(text_line));
 }
 
 /// One line of plain text (a `\r` before its newline dropped).

@@ -70,6 +70,51 @@ fn runner_cmd(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
     c
 }
 
+/// A plain program with a defmt table (rzCOBS): `messages[i]` is an info message with
+/// no arguments at index `i + 1`, whose frame is `[i + 1, 0x7e]` then the zero byte.
+fn defmt_elf(dir: &Path, messages: &[&str]) -> PathBuf {
+    use object::write::{Object, Symbol, SymbolSection};
+    use object::{Architecture, BinaryFormat, Endianness, SectionKind};
+    use object::{SymbolFlags, SymbolKind, SymbolScope};
+    let mut o = Object::new(BinaryFormat::Elf, Architecture::Arm, Endianness::Little);
+    let sec = o.add_section(Vec::new(), b".defmt".to_vec(), SectionKind::ReadOnlyData);
+    o.append_section_data(sec, &vec![0u8; messages.len() + 1], 1);
+    let mut sym = |name: String, value: u64, section| {
+        o.add_symbol(Symbol {
+            name: name.into_bytes(),
+            value,
+            size: if section == SymbolSection::Absolute {
+                0
+            } else {
+                1
+            },
+            kind: SymbolKind::Data,
+            scope: SymbolScope::Linkage,
+            weak: false,
+            section,
+            flags: SymbolFlags::None,
+        });
+    };
+    sym("_defmt_version_ = 4".into(), 0, SymbolSection::Absolute);
+    sym(
+        "_defmt_encoding_ = rzcobs".into(),
+        0,
+        SymbolSection::Absolute,
+    );
+    for (i, m) in messages.iter().enumerate() {
+        sym(
+            format!(
+                r#"{{"package":"fw","tag":"defmt_info","data":"{m}","disambiguator":"{i}","crate_name":"fw"}}"#
+            ),
+            i as u64 + 1,
+            SymbolSection::Section(sec),
+        );
+    }
+    let p = dir.join("defmt.elf");
+    std::fs::write(&p, o.write().unwrap()).unwrap();
+    p
+}
+
 /// An embedded-test suite for `arch` with `tests` (name, ignored), without a defmt table:
 /// each test's entry is its position (1, 2, ...), so a stand-in QEMU can tell them apart
 /// by `run_addr N` in its arguments.
@@ -705,4 +750,71 @@ fn a_hanging_tests_name_and_output_show_before_its_timeout() {
         .and_then(|s| s.trim().parse().ok());
     assert!(seen, "nothing shown while the test runs: {out:?}");
     assert!(out.contains("test hangs ... \n    step 1\n"), "{out:?}");
+}
+
+#[test]
+fn plain_text_between_defmt_frames_is_shown_and_later_frames_still_decode() {
+    let d = scratch("resync");
+    // Frame 1; an hprintln; frames 2 and 3; a panic-semihosting message at the end.
+    let q = fake_qemu(
+        &d,
+        "qemu-system-arm",
+        r"printf '\001\176\000hello from hprintln\n\002\176\000\003\176\000panicked at src/main.rs:5:5:\nboom\n'; exit 0",
+    );
+    let elf = defmt_elf(&d, &["first", "second", "third"]);
+    let o = runner(
+        &d,
+        &[
+            "--target",
+            "thumbv7m-none-eabi",
+            "--qemu",
+            q.to_str().unwrap(),
+            elf.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 6, "{out}");
+    assert!(
+        lines[0].contains("first") && lines[0].contains("INFO"),
+        "{out}"
+    );
+    assert_eq!(lines[1], "hello from hprintln", "{out}");
+    assert!(lines[2].contains("second"), "{out}");
+    assert!(lines[3].contains("third"), "{out}");
+    assert_eq!(
+        lines[4..],
+        ["panicked at src/main.rs:5:5:", "boom"],
+        "{out}"
+    );
+}
+
+#[test]
+fn bytes_that_are_neither_frames_nor_text_are_skipped_up_to_the_next_frame() {
+    let d = scratch("resync-garbage");
+    let q = fake_qemu(
+        &d,
+        "qemu-system-arm",
+        r"printf '\001\176\000\377\001\000\002\176\000'; exit 0",
+    );
+    let elf = defmt_elf(&d, &["first", "second"]);
+    let o = runner(
+        &d,
+        &[
+            "--target",
+            "thumbv7m-none-eabi",
+            "--qemu",
+            q.to_str().unwrap(),
+            elf.to_str().unwrap(),
+        ],
+        &[],
+    );
+    let out = text(&o.stdout);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 3, "{out}");
+    assert!(lines[0].contains("first"), "{out}");
+    assert!(lines[1].contains("malformed defmt frame skipped"), "{out}");
+    assert!(lines[2].contains("second"), "{out}");
 }
