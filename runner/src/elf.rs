@@ -113,6 +113,97 @@ pub(crate) fn locations(table: Option<&Table>, elf: &[u8]) -> Option<Locations> 
     table.and_then(|t| t.get_locations(elf).ok())
 }
 
+/// Checks that `elf` (read from `path`) is an ELF file that `qemu` can boot: the right
+/// architecture, before QEMU runs it (a wrong one only hangs until the timeout).
+pub(crate) fn check_elf(elf: &[u8], path: &str, qemu: &str) -> Result<(), String> {
+    use object::{Architecture as A, BinaryFormat};
+    let file = match object::File::parse(elf) {
+        Ok(f) => f,
+        Err(e) if elf.starts_with(b"\x7fELF") => {
+            return Err(format!("{path}: a damaged or unsupported ELF file: {e}"))
+        }
+        Err(_) => return Err(not_elf(elf, path)),
+    };
+    if file.format() != BinaryFormat::Elf {
+        return Err(format!(
+            "{path} is not an ELF file but a {:?} one: give the firmware's ELF",
+            file.format()
+        ));
+    }
+    let emulator = std::path::Path::new(qemu)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or(qemu);
+    let (runs, what): (&[A], &str) = match emulator {
+        "qemu-system-arm" => (&[A::Arm], "32-bit Arm"),
+        "qemu-system-aarch64" => (&[A::Aarch64, A::Arm], "AArch64 or 32-bit Arm"),
+        "qemu-system-riscv32" => (&[A::Riscv32], "32-bit RISC-V"),
+        "qemu-system-riscv64" => (&[A::Riscv64], "64-bit RISC-V"),
+        _ => return Ok(()),
+    };
+    let arch = file.architecture();
+    if runs.contains(&arch) {
+        return Ok(());
+    }
+    let name = match arch {
+        A::Arm => "32-bit Arm".to_string(),
+        A::Aarch64 => "AArch64".to_string(),
+        A::Riscv32 => "32-bit RISC-V".to_string(),
+        A::Riscv64 => "64-bit RISC-V".to_string(),
+        A::X86_64 => "x86-64".to_string(),
+        A::Unknown => "unknown-architecture".to_string(),
+        other => format!("{other:?}"),
+    };
+    Err(format!(
+        "{path} is a {name} ELF, but {emulator} runs {what} firmware: check --target \
+         (or --machine), or build the firmware for this target"
+    ))
+}
+
+/// What a file that is not an ELF file seems to be, in a message.
+fn not_elf(bytes: &[u8], path: &str) -> String {
+    let is_hex = |b: &[u8]| {
+        b.iter()
+            .all(|c| c.is_ascii_hexdigit() || c.is_ascii_whitespace())
+    };
+    let seems = if bytes.is_empty() {
+        "it is empty".to_string()
+    } else if bytes.starts_with(b":") && is_hex(&bytes[1..bytes.len().min(64)]) {
+        "it looks like an Intel HEX image".to_string()
+    } else if bytes.starts_with(b"S0") || bytes.starts_with(b"S1") || bytes.starts_with(b"S3") {
+        "it looks like a Motorola S-record image".to_string()
+    } else if bytes.starts_with(b"#!") {
+        "it is a script".to_string()
+    } else if bytes.starts_with(b"MZ") || bytes.starts_with(&[0xcf, 0xfa, 0xed, 0xfe]) {
+        "it is a Windows or macOS executable".to_string()
+    } else if is_text(&bytes[..bytes.len().min(4096)]) {
+        "it is a text file".to_string()
+    } else {
+        "it looks like a raw binary image (objcopy -O binary)".to_string()
+    };
+    format!(
+        "{path} is not an ELF file ({seems}): give the ELF that cargo built \
+         (target/<triple>/<profile>/<name>), which holds the symbols the runner needs"
+    )
+}
+
+/// What a firmware whose ELF has no defmt table is told when its output is not text.
+pub(crate) fn no_defmt_table(elf: &[u8], path: &str) -> String {
+    let stripped = object::File::parse(elf)
+        .map(|f| f.symbol_table().is_none())
+        .unwrap_or(false);
+    format!(
+        "note: the firmware's output is not text, and {path} has no defmt table (no `.defmt` \
+         section and `_defmt_version_` symbol{}), so it is shown undecoded: if the firmware \
+         logs with defmt, give the unstripped ELF cargo built",
+        if stripped {
+            "; it has no symbol table at all: stripped?"
+        } else {
+            ""
+        }
+    )
+}
+
 /// Turns the firmware's output into lines as it arrives: defmt frames decoded (with the
 /// source location when known), or, without a defmt table, the bytes as text.
 ///
@@ -131,6 +222,8 @@ pub(crate) struct LogDecoder<'t> {
     pending: Vec<u8>,
     /// A malformed frame was met in the raw encoding: the rest is skipped.
     stopped: bool,
+    /// Without a table, output that is not text came (defmt frames, likely).
+    pub(crate) undecoded: bool,
 }
 
 impl<'t> LogDecoder<'t> {
@@ -144,6 +237,7 @@ impl<'t> LogDecoder<'t> {
             raw,
             pending: Vec::new(),
             stopped: false,
+            undecoded: false,
         }
     }
 
@@ -178,7 +272,10 @@ impl<'t> LogDecoder<'t> {
             let chunk: Vec<u8> = self.pending.drain(..=at).collect();
             let chunk = &chunk[..at];
             match self.table {
-                None => out.push(text_line(chunk)),
+                None => {
+                    self.undecoded |= !is_text(chunk);
+                    out.push(text_line(chunk));
+                }
                 Some(table) if !chunk.is_empty() => {
                     self.frame_chunk(table, chunk, &mut out);
                 }
@@ -225,6 +322,7 @@ impl<'t> LogDecoder<'t> {
             return out;
         }
         if self.table.is_none() || is_text(&rest) {
+            self.undecoded |= self.table.is_none() && !is_text(&rest);
             text_lines(&rest, &mut out);
         } else {
             out.push(format!(
@@ -294,11 +392,12 @@ fn frame_line(frame: &defmt_decoder::Frame, locations: Option<&Locations>) -> St
     format!("{text}{loc}")
 }
 
-/// Whether `bytes` read as text: UTF-8 without control characters but tabs and line ends.
+/// Whether `bytes` read as text: UTF-8 without control characters but tabs, line ends and
+/// escapes (colours).
 fn is_text(bytes: &[u8]) -> bool {
     std::str::from_utf8(bytes).is_ok_and(|s| {
         !s.chars()
-            .any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t'))
+            .any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t' | '\x1b'))
     })
 }
 

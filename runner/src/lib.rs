@@ -496,6 +496,7 @@ pub fn cli(args: &[String]) -> Result<(), String> {
 /// failed program or one whose output differs from `--expect`'s file.
 pub fn run(o: &Options) -> Result<(), String> {
     let elf = std::fs::read(&o.elf).map_err(|e| format!("{}: {e}", o.elf))?;
+    elf::check_elf(&elf, &o.elf, &o.machine.qemu)?;
     let table = Table::parse(&elf).map_err(|e| format!("defmt table: {e}"))?;
     let qemu = match &o.qemu_path {
         Some(p) => p.clone(),
@@ -525,6 +526,9 @@ pub fn run(o: &Options) -> Result<(), String> {
         let lines = r.lines;
         if lines.is_empty() && rtt_only {
             eprintln!("{RTT_ONLY}");
+        }
+        if dec.undecoded {
+            eprintln!("{}", elf::no_defmt_table(&elf, &o.elf));
         }
         match r.verdict {
             Verdict::Exit(0) => {}
@@ -580,6 +584,7 @@ pub fn run(o: &Options) -> Result<(), String> {
     let start = Instant::now();
     let (mut passed, mut failed, mut ignored) = (0, 0, 0);
     let mut failures = Vec::new();
+    let mut told_undecoded = false;
     for t in selected {
         let skip = if o.ignored_only {
             !t.ignored
@@ -622,6 +627,10 @@ pub fn run(o: &Options) -> Result<(), String> {
             return Err(why);
         }
         let lines = std::mem::take(&mut r.lines);
+        if dec.undecoded && !told_undecoded {
+            eprintln!("{}", elf::no_defmt_table(&elf, &o.elf));
+            told_undecoded = true;
+        }
         let (ok, why) = match r.verdict {
             Verdict::Exit(0) if !t.should_panic => (true, String::new()),
             Verdict::Exit(0) => (false, "expected a panic, but the test passed".into()),

@@ -31,9 +31,14 @@ fn fake_qemu(dir: &Path, name: &str, body: &str) -> PathBuf {
 
 /// An ELF with no defmt table and no tests (a plain program), defining `symbols`.
 fn plain_elf(dir: &Path, symbols: &[&str]) -> PathBuf {
+    plain_elf_for(dir, object::Architecture::Arm, symbols)
+}
+
+/// [`plain_elf`] for `arch`.
+fn plain_elf_for(dir: &Path, arch: object::Architecture, symbols: &[&str]) -> PathBuf {
     use object::write::{Object, Symbol, SymbolSection};
-    use object::{Architecture, BinaryFormat, Endianness, SymbolFlags, SymbolKind, SymbolScope};
-    let mut o = Object::new(BinaryFormat::Elf, Architecture::Arm, Endianness::Little);
+    use object::{BinaryFormat, Endianness, SymbolFlags, SymbolKind, SymbolScope};
+    let mut o = Object::new(BinaryFormat::Elf, arch, Endianness::Little);
     let data = o.section_id(object::write::StandardSection::Data);
     let off = o.append_section_data(data, &[0u8; 64], 4);
     for s in symbols {
@@ -445,12 +450,25 @@ fn a_named_machine_keeps_or_drops_the_targets_cpu_and_picks_the_emulator_by_arch
         "{}",
         text(&o.stderr)
     );
+    let rv = d.join("rv");
+    std::fs::create_dir_all(&rv).unwrap();
+    let rv = plain_elf_for(&rv, object::Architecture::Riscv32, &[]);
     let o = runner(
         &d,
-        &["--target", "riscv32imc-vendor-none", "--machine", "virt", e],
+        &[
+            "--target",
+            "riscv32imc-vendor-none",
+            "--machine",
+            "virt",
+            rv.to_str().unwrap(),
+        ],
         &[],
     );
-    assert!(text(&o.stderr).contains("qemu-system-riscv32 not found"));
+    assert!(
+        text(&o.stderr).contains("qemu-system-riscv32 not found"),
+        "{}",
+        text(&o.stderr)
+    );
 }
 
 #[test]
@@ -817,4 +835,174 @@ fn bytes_that_are_neither_frames_nor_text_are_skipped_up_to_the_next_frame() {
     assert!(lines[0].contains("first"), "{out}");
     assert!(lines[1].contains("malformed defmt frame skipped"), "{out}");
     assert!(lines[2].contains("second"), "{out}");
+}
+
+#[test]
+fn an_elf_of_another_architecture_is_refused_before_qemu_starts() {
+    use object::Architecture as A;
+    let d = scratch("wrong-arch");
+    let started = d.join("qemu-started");
+    let body = format!("echo yes > '{}'; exit 0", started.display());
+    let cases = [
+        (
+            A::Arm,
+            "riscv32imac-unknown-none-elf",
+            "qemu-system-riscv32",
+            false,
+        ),
+        (A::Riscv64, "thumbv7m-none-eabi", "qemu-system-arm", false),
+        (
+            A::Riscv32,
+            "riscv64gc-unknown-none-elf",
+            "qemu-system-riscv64",
+            false,
+        ),
+        (
+            A::Aarch64,
+            "thumbv7em-none-eabihf",
+            "qemu-system-arm",
+            false,
+        ),
+        // qemu-system-aarch64 boots 32-bit Arm too; the rest are the right pairs.
+        (A::Arm, "aarch64-unknown-none", "qemu-system-aarch64", true),
+        (
+            A::Riscv32,
+            "riscv32imac-unknown-none-elf",
+            "qemu-system-riscv32",
+            true,
+        ),
+        (
+            A::Riscv64,
+            "riscv64gc-unknown-none-elf",
+            "qemu-system-riscv64",
+            true,
+        ),
+    ];
+    for (arch, target, emulator, runs) in cases {
+        let _ = std::fs::remove_file(&started);
+        let q = fake_qemu(&d, emulator, &body);
+        let elf = plain_elf_for(&d, arch, &[]);
+        let o = runner(
+            &d,
+            &[
+                "--target",
+                target,
+                "--qemu",
+                q.to_str().unwrap(),
+                elf.to_str().unwrap(),
+            ],
+            &[],
+        );
+        let err = text(&o.stderr);
+        assert_eq!(o.status.success(), runs, "{arch:?} on {target}: {err}");
+        assert_eq!(started.exists(), runs, "{arch:?} on {target}: {err}");
+        if !runs {
+            assert!(
+                err.contains("ELF, but") && err.contains(emulator) && err.contains("--target"),
+                "{arch:?} on {target}: {err}"
+            );
+        }
+    }
+    let q = fake_qemu(&d, "qemu-system-riscv32", &body);
+    let o = runner(
+        &d,
+        &[
+            "--target",
+            "riscv32imac-unknown-none-elf",
+            "--qemu",
+            q.to_str().unwrap(),
+            plain_elf_for(&d, A::Arm, &[]).to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(
+        text(&o.stderr).contains("is a 32-bit Arm ELF, but qemu-system-riscv32 runs 32-bit RISC-V"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+#[test]
+fn a_file_that_is_not_an_elf_is_called_so() {
+    let d = scratch("not-elf");
+    let q = fake_qemu(&d, "qemu-system-arm", "exit 0");
+    let cases: [(&str, &[u8], &str); 4] = [
+        (
+            "fw.hex",
+            b":100000000000012000000000000000000000000000\n",
+            "Intel HEX",
+        ),
+        (
+            "fw.bin",
+            &[0x00, 0x10, 0x00, 0x20, 0x09, 0x01, 0x00, 0x00],
+            "raw binary",
+        ),
+        ("fw.txt", b"hello\n", "text file"),
+        ("empty", b"", "empty"),
+    ];
+    for (name, bytes, what) in cases {
+        let f = d.join(name);
+        std::fs::write(&f, bytes).unwrap();
+        let o = runner(
+            &d,
+            &[
+                "--target",
+                "thumbv7m-none-eabi",
+                "--qemu",
+                q.to_str().unwrap(),
+                f.to_str().unwrap(),
+            ],
+            &[],
+        );
+        let err = text(&o.stderr);
+        assert!(!o.status.success(), "{name}");
+        assert!(
+            err.contains("is not an ELF file") && err.contains(what),
+            "{name}: {err}"
+        );
+        assert!(!err.contains("file magic"), "{name}: {err}");
+    }
+}
+
+#[test]
+fn defmt_output_from_an_elf_without_a_defmt_table_is_called_so() {
+    let d = scratch("no-table");
+    // defmt frames, but the ELF given has no table (stripped, or the wrong file).
+    let q = fake_qemu(
+        &d,
+        "qemu-system-arm",
+        r"printf '\001\176\000\002\176\000'; exit 0",
+    );
+    let elf = plain_elf(&d, &[]);
+    let o = runner(
+        &d,
+        &[
+            "--target",
+            "thumbv7m-none-eabi",
+            "--qemu",
+            q.to_str().unwrap(),
+            elf.to_str().unwrap(),
+        ],
+        &[],
+    );
+    let err = text(&o.stderr);
+    assert!(err.contains("has no defmt table"), "{err}");
+    // Text from a firmware without defmt is not such a case.
+    let q = fake_qemu(
+        &d,
+        "qemu-system-arm",
+        r"printf 'plain\n\033[1mbold\033[0m\n'; exit 0",
+    );
+    let o = runner(
+        &d,
+        &[
+            "--target",
+            "thumbv7m-none-eabi",
+            "--qemu",
+            q.to_str().unwrap(),
+            elf.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(!text(&o.stderr).contains("defmt"), "{}", text(&o.stderr));
 }
