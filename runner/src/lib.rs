@@ -240,6 +240,9 @@ pub struct Options {
     pub ignored_only: bool,
     /// Run ignored tests too.
     pub include_ignored: bool,
+    /// libtest's terse format (`--format terse`, `-q`): a listing without its summary
+    /// line (runs are printed in the pretty format).
+    pub terse: bool,
     /// Timeout of a test that does not set its own (embedded-test's `timeout`).
     pub test_timeout: Duration,
     /// Timeout of a plain program.
@@ -251,7 +254,7 @@ pub struct Options {
 }
 
 /// The usage text of the binary.
-pub const USAGE: &str = "usage: qemu-embedded-runner [OPTIONS] ELF [FILTER...] [--exact] [--list] [--ignored] [--include-ignored]
+pub const USAGE: &str = "usage: qemu-embedded-runner [OPTIONS] ELF [FILTER...] [LIBTEST OPTIONS]
        qemu-embedded-runner install-qemu [--dir DIR]
        qemu-embedded-runner --machines | --memory-map (--target T | --machine M)
 
@@ -274,6 +277,21 @@ options (`--opt value` or `--opt=value`):
   --expect FILE     a plain firmware's output must equal FILE (a diff is shown if not)
   --machines        list the known targets and machines
   --memory-map      print the memory map (memory.x) to link against for the machine
+
+libtest's options, as libtest reads them:
+  FILTER...         run the tests whose names contain a FILTER
+  --exact           FILTERs (and --skip) match whole names
+  --skip F          leave out the tests whose names contain F (repeatable)
+  --list            list the tests (`name: test`, then `N tests, 0 benchmarks`)
+  --ignored         run (or list) only the ignored tests
+  --include-ignored run the ignored tests too
+  --format pretty|terse, -q, --quiet
+                    terse: a listing without its summary line (runs print pretty);
+                    --format json and junit are refused
+  --nocapture, --show-output, --report-time, --ensure-time, --shuffle,
+  --test-threads N, --color C, -Z OPT
+                    accepted and without effect: output is always shown, tests run
+                    one at a time in name order, without colours
 
 The program's output goes to stdout, QEMU's own messages to stderr (as `qemu: ...`).
 QEMU is taken from --qemu, else from the folder in $QEMU_SYSTEM_DIR, else from PATH,
@@ -335,7 +353,7 @@ pub fn parse(args: &[String]) -> Result<Option<Options>, String> {
     let mut elf = None;
     let (mut filters, mut skip) = (Vec::new(), Vec::new());
     let (mut exact, mut list, mut ignored_only, mut include_ignored) = (false, false, false, false);
-    let (mut print_map, mut expect) = (false, None);
+    let (mut print_map, mut expect, mut terse) = (false, None, false);
     let mut test_timeout = Duration::from_secs(60);
     let mut program_timeout = Duration::from_secs(300);
     let mut it = args.iter();
@@ -391,11 +409,23 @@ pub fn parse(args: &[String]) -> Result<Option<Options>, String> {
             "--ignored" => ignored_only = true,
             "--include-ignored" => include_ignored = true,
             "--skip" => skip.push(value(it.next(), "--skip")?),
-            // libtest options cargo may pass that have no meaning here.
-            "--nocapture" | "--show-output" | "--quiet" | "-q" | "--report-time" | "--shuffle"
-            | "--ensure-time" => {}
-            "--test-threads" | "--format" | "--color" | "-Z" => {
-                it.next();
+            "--format" => match value(it.next(), "--format")?.as_str() {
+                "pretty" => terse = false,
+                "terse" => terse = true,
+                f @ ("json" | "junit") => {
+                    return Err(format!(
+                        "--format {f} is not supported: the runner prints libtest's pretty \
+                         format (and terse listings, with --format terse)"
+                    ))
+                }
+                f => return Err(format!("--format {f}: use pretty or terse")),
+            },
+            "--quiet" | "-q" => terse = true,
+            // libtest options cargo may pass that have no meaning here: output is always
+            // shown, tests run one at a time, in order, without colours.
+            "--nocapture" | "--show-output" | "--report-time" | "--shuffle" | "--ensure-time" => {}
+            "--test-threads" | "--color" | "-Z" => {
+                value(it.next(), a)?;
             }
             s if s.starts_with('-') => {
                 return Err(format!("unknown option {s}\n{USAGE}"));
@@ -448,6 +478,9 @@ pub fn parse(args: &[String]) -> Result<Option<Options>, String> {
         println!("{map}");
         return Ok(None);
     }
+    if ignored_only && include_ignored {
+        return Err("the options --include-ignored and --ignored are mutually exclusive".into());
+    }
     let elf = elf.ok_or_else(|| format!("no ELF to run\n{USAGE}"))?;
     Ok(Some(Options {
         machine: m,
@@ -458,6 +491,7 @@ pub fn parse(args: &[String]) -> Result<Option<Options>, String> {
         list,
         ignored_only,
         include_ignored,
+        terse,
         test_timeout,
         program_timeout,
         qemu_path,
@@ -505,6 +539,11 @@ pub fn run(o: &Options) -> Result<(), String> {
     let locs = elf::locations(table.as_ref(), &elf);
     let rtt_only = elf::has_symbol(&elf, "_SEGGER_RTT");
     if !elf::has_test_section(&elf) {
+        if o.list {
+            // A plain program has no tests to list (and is not booted for it).
+            print_list(std::iter::empty(), o.terse);
+            return Ok(());
+        }
         let expected = match &o.expect {
             Some(f) => Some(std::fs::read_to_string(f).map_err(|e| format!("--expect {f}: {e}"))?),
             None => None,
@@ -563,22 +602,23 @@ pub fn run(o: &Options) -> Result<(), String> {
             name.contains(f.as_str())
         }
     };
+    // As libtest: with --ignored only the ignored tests are selected (the others are
+    // filtered out), and then they run.
     let selected: Vec<&elf::Test> = tests
         .iter()
         .filter(|t| o.filters.is_empty() || o.filters.iter().any(|f| matches(&t.name, f)))
         .filter(|t| !o.skip.iter().any(|f| matches(&t.name, f)))
+        .filter(|t| !o.ignored_only || t.ignored)
         .collect();
     let filtered_out = tests.len() - selected.len();
     if o.list {
-        for t in &selected {
-            println!("{}: test", t.name);
-        }
+        print_list(selected.iter().map(|t| t.name.as_str()), o.terse);
         return Ok(());
     }
     let bin = o.elf.rsplit('/').next().unwrap_or(&o.elf);
     println!(
-        "\nrunning {} tests ({}, {bin})",
-        selected.len(),
+        "\nrunning {} ({}, {bin})",
+        plural(selected.len(), "test"),
         o.machine.machine
     );
     let start = Instant::now();
@@ -586,12 +626,7 @@ pub fn run(o: &Options) -> Result<(), String> {
     let mut failures = Vec::new();
     let mut told_undecoded = false;
     for t in selected {
-        let skip = if o.ignored_only {
-            !t.ignored
-        } else {
-            t.ignored && !o.include_ignored
-        };
-        if skip {
+        if t.ignored && !o.ignored_only && !o.include_ignored {
             println!("test {} ... ignored", t.name);
             ignored += 1;
             continue;
@@ -679,6 +714,31 @@ pub fn run(o: &Options) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!("{failed} on-target test(s) failed"))
+    }
+}
+
+/// `--list` as libtest prints it: `name: test` lines, then (unless terse) a blank line
+/// if any were listed and `N tests, 0 benchmarks`.
+fn print_list<'a>(names: impl Iterator<Item = &'a str>, terse: bool) {
+    let mut n = 0;
+    for name in names {
+        println!("{name}: test");
+        n += 1;
+    }
+    if !terse {
+        if n != 0 {
+            println!();
+        }
+        println!("{}, 0 benchmarks", plural(n, "test"));
+    }
+}
+
+/// `1 test`, `2 tests`.
+fn plural(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("{n} {what}")
+    } else {
+        format!("{n} {what}s")
     }
 }
 

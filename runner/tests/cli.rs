@@ -1006,3 +1006,170 @@ fn defmt_output_from_an_elf_without_a_defmt_table_is_called_so() {
     );
     assert!(!text(&o.stderr).contains("defmt"), "{}", text(&o.stderr));
 }
+
+/// A suite of three tests, `b` ignored, and a stand-in QEMU under which all pass.
+fn three_tests(name: &str) -> (PathBuf, PathBuf, PathBuf) {
+    let d = scratch(name);
+    let q = fake_qemu(&d, "qemu-system-arm", "exit 0");
+    let elf = suite_elf(
+        &d,
+        object::Architecture::Arm,
+        &[("a", false), ("b", true), ("c", false)],
+    );
+    (d, q, elf)
+}
+
+/// The runner's stdout on the three-test suite with `extra` arguments (it must succeed).
+fn on_three_tests(d: &Path, q: &Path, elf: &Path, extra: &[&str]) -> String {
+    let mut args = vec![
+        "--target",
+        "thumbv7m-none-eabi",
+        "--qemu",
+        q.to_str().unwrap(),
+        elf.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let o = runner(d, &args, &[]);
+    assert!(o.status.success(), "{extra:?}: {}", text(&o.stderr));
+    text(&o.stdout)
+}
+
+#[test]
+fn listings_are_libtests() {
+    let (d, q, elf) = three_tests("list");
+    let list = |extra: &[&str]| on_three_tests(&d, &q, &elf, extra);
+    assert_eq!(
+        list(&["--list"]),
+        "a: test\nb: test\nc: test\n\n3 tests, 0 benchmarks\n"
+    );
+    assert_eq!(
+        list(&["--list", "--ignored"]),
+        "b: test\n\n1 test, 0 benchmarks\n"
+    );
+    // cargo-nextest's two listings.
+    assert_eq!(
+        list(&["--list", "--format", "terse"]),
+        "a: test\nb: test\nc: test\n"
+    );
+    assert_eq!(
+        list(&["--list", "--format=terse", "--ignored"]),
+        "b: test\n"
+    );
+    assert_eq!(list(&["--list", "-q", "c"]), "c: test\n");
+    assert_eq!(list(&["--list", "nothing"]), "0 tests, 0 benchmarks\n");
+    assert_eq!(
+        list(&["--list", "--skip", "a", "--include-ignored"]),
+        "b: test\nc: test\n\n2 tests, 0 benchmarks\n"
+    );
+}
+
+#[test]
+fn ignored_runs_only_the_ignored_tests_and_counts_as_libtest() {
+    let (d, q, elf) = three_tests("ignored");
+    let out = on_three_tests(&d, &q, &elf, &["--ignored"]);
+    assert!(out.contains("\nrunning 1 test ("), "{out}");
+    assert!(out.contains("test b ... ok"), "{out}");
+    assert!(
+        !out.contains("test a ") && !out.contains("test c "),
+        "{out}"
+    );
+    assert!(
+        out.contains("test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 2 filtered out;"),
+        "{out}"
+    );
+    let out = on_three_tests(&d, &q, &elf, &[]);
+    assert!(out.contains("\nrunning 3 tests ("), "{out}");
+    assert!(out.contains("test b ... ignored\n"), "{out}");
+    assert!(
+        out.contains("test result: ok. 2 passed; 0 failed; 1 ignored; 0 measured; 0 filtered out;"),
+        "{out}"
+    );
+    let out = on_three_tests(&d, &q, &elf, &["--include-ignored", "--skip=c"]);
+    assert!(
+        out.contains("test result: ok. 2 passed; 0 failed; 0 ignored; 0 measured; 1 filtered out;"),
+        "{out}"
+    );
+    let o = runner(
+        &d,
+        &[
+            "--target",
+            "thumbv7m-none-eabi",
+            elf.to_str().unwrap(),
+            "--ignored",
+            "--include-ignored",
+        ],
+        &[],
+    );
+    assert!(!o.status.success());
+    assert!(
+        text(&o.stderr).contains("mutually exclusive"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+#[test]
+fn json_output_is_refused_not_ignored() {
+    let (d, q, elf) = three_tests("json");
+    for format in [
+        &["--format", "json"][..],
+        &["--format=json"],
+        &["--format", "junit"],
+    ] {
+        let mut args = vec![
+            "--target",
+            "thumbv7m-none-eabi",
+            "--qemu",
+            q.to_str().unwrap(),
+            elf.to_str().unwrap(),
+            "-Z",
+            "unstable-options",
+        ];
+        args.extend_from_slice(format);
+        let o = runner(&d, &args, &[]);
+        assert!(!o.status.success(), "{format:?}");
+        let err = text(&o.stderr);
+        assert!(err.contains("is not supported"), "{format:?}: {err}");
+        assert!(text(&o.stdout).is_empty(), "{format:?}");
+    }
+    let o = runner(
+        &d,
+        &[
+            "--target",
+            "thumbv7m-none-eabi",
+            elf.to_str().unwrap(),
+            "--format",
+            "fancy",
+        ],
+        &[],
+    );
+    assert!(!o.status.success());
+    assert!(text(&o.stderr).contains("use pretty or terse"));
+}
+
+#[test]
+fn a_plain_program_lists_no_tests_without_booting() {
+    let d = scratch("list-plain");
+    let started = d.join("qemu-started");
+    let q = fake_qemu(
+        &d,
+        "qemu-system-arm",
+        &format!("echo yes > '{}'; exit 0", started.display()),
+    );
+    let elf = plain_elf(&d, &[]);
+    let o = runner(
+        &d,
+        &[
+            "--target",
+            "thumbv7m-none-eabi",
+            "--qemu",
+            q.to_str().unwrap(),
+            elf.to_str().unwrap(),
+            "--list",
+        ],
+        &[],
+    );
+    assert!(o.status.success());
+    assert_eq!(text(&o.stdout), "0 tests, 0 benchmarks\n");
+    assert!(!started.exists());
+}
