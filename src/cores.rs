@@ -31,7 +31,16 @@
 //!
 //! Both select critical-section's `restore-state-u8`.
 
-use core::sync::atomic::{AtomicU32, Ordering};
+// The host's unit tests compile only the pure parts' tests here.
+#![cfg_attr(test, allow(dead_code, unused_imports, unused_macros))]
+
+#[cfg(all(
+    feature = "cortex-m-cores",
+    target_arch = "arm",
+    target_has_atomic = "32"
+))]
+use core::sync::atomic::AtomicU32;
+use core::sync::atomic::Ordering;
 
 /// Bit of the restore state: interrupts (on AArch64: IRQs) were unmasked before the
 /// acquire.
@@ -44,17 +53,56 @@ const NESTED: u8 = 2;
 #[cfg(all(feature = "aarch64-cores", target_arch = "aarch64"))]
 const FIQ_WAS_ENABLED: u8 = 4;
 
-/// Takes the spinlock for core `me` (its id + 1, never 0), or notes that this core
+/// A spinlock's owner word: free (0), or the owning core's key (never 0).
+trait Owner {
+    /// A core's key.
+    type Key: Copy + PartialEq;
+    /// Whether core `me` owns the lock.
+    fn owned_by(&self, me: Self::Key) -> bool;
+    /// Takes the lock for `me` if it is free (`Acquire`).
+    fn try_take(&self, me: Self::Key) -> bool;
+    /// Frees the lock (`Release`).
+    fn give_back(&self);
+}
+
+macro_rules! owner_word {
+    ($atomic:ty, $key:ty) => {
+        impl Owner for $atomic {
+            type Key = $key;
+            #[inline(always)]
+            fn owned_by(&self, me: $key) -> bool {
+                self.load(Ordering::Relaxed) == me
+            }
+            #[inline(always)]
+            fn try_take(&self, me: $key) -> bool {
+                self.compare_exchange_weak(0, me, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+            }
+            #[inline(always)]
+            fn give_back(&self) {
+                self.store(0, Ordering::Release);
+            }
+        }
+    };
+}
+
+#[cfg(all(
+    feature = "cortex-m-cores",
+    target_arch = "arm",
+    target_has_atomic = "32"
+))]
+owner_word!(core::sync::atomic::AtomicU32, u32);
+#[cfg(all(feature = "aarch64-cores", target_arch = "aarch64"))]
+owner_word!(core::sync::atomic::AtomicU64, u64);
+
+/// Takes the spinlock for core `me` (its key, never 0), or notes that this core
 /// already owns it; returns the `NESTED` bit.
 #[inline(always)]
-fn lock(owner: &AtomicU32, me: u32) -> u8 {
-    if owner.load(Ordering::Relaxed) == me {
+fn lock<O: Owner>(owner: &O, me: O::Key) -> u8 {
+    if owner.owned_by(me) {
         return NESTED;
     }
-    while owner
-        .compare_exchange_weak(0, me, Ordering::Acquire, Ordering::Relaxed)
-        .is_err()
-    {
+    while !owner.try_take(me) {
         core::hint::spin_loop();
     }
     0
@@ -62,10 +110,20 @@ fn lock(owner: &AtomicU32, me: u32) -> u8 {
 
 /// Gives the spinlock back unless the acquire nested.
 #[inline(always)]
-fn unlock(owner: &AtomicU32, state: u8) {
+fn unlock<O: Owner>(owner: &O, state: u8) {
     if state & NESTED == 0 {
-        owner.store(0, Ordering::Release);
+        owner.give_back();
     }
+}
+
+/// The key an AArch64 core takes the spinlock with: all four affinity fields of its
+/// `MPIDR_EL1` (Aff3 in bits 32-39, Aff2.Aff1.Aff0 in bits 0-23; the other bits, U and
+/// MT among them, say nothing of which core this is), plus one so that no core's key is
+/// the free lock's 0. Two cores always differ in some affinity field, so in the key.
+#[cfg(any(test, all(feature = "aarch64-cores", target_arch = "aarch64")))]
+#[inline(always)]
+const fn affinity_key(mpidr: u64) -> u64 {
+    (mpidr & 0xFF_00FF_FFFF) + 1
 }
 
 /// The AArch64 critical section: IRQ and FIQ masked on this core (`DAIF`), then a
@@ -82,17 +140,19 @@ pub struct Aarch64;
 mod aarch64 {
     use super::*;
 
-    /// 0 = free, else the owner's affinity + 1.
-    static OWNER: AtomicU32 = AtomicU32::new(0);
+    use core::sync::atomic::AtomicU64;
 
-    /// This core's affinity fields (Aff2.Aff1.Aff0) + 1.
+    /// 0 = free, else the owner's `affinity_key`.
+    static OWNER: AtomicU64 = AtomicU64::new(0);
+
+    /// This core's `affinity_key`.
     #[inline(always)]
-    fn me() -> u32 {
+    fn me() -> u64 {
         let mpidr: u64;
         // SAFETY: reading MPIDR_EL1 at EL1 or above (the module's requirement) has no
         // side effects.
         unsafe { core::arch::asm!("mrs {}, mpidr_el1", out(reg) mpidr, options(nomem, nostack)) };
-        (mpidr & 0x00FF_FFFF) as u32 + 1
+        affinity_key(mpidr)
     }
 
     // SAFETY: `acquire` masks IRQ and FIQ on this core and then takes a spinlock that the
@@ -197,5 +257,43 @@ mod cortex_m {
                 unsafe { core::arch::asm!("cpsie i", options(nostack)) };
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::affinity_key;
+
+    /// Cores that differ only in Aff3 (bits 32-39) get different keys; the bits that are
+    /// not affinity (U, MT, RES1 bit 31, the reserved top byte) change nothing, and no
+    /// core's key is the free lock's 0.
+    #[test]
+    fn aarch64_key_covers_all_four_affinity_fields() {
+        let core =
+            |aff3: u64, aff2: u64, aff1: u64, aff0: u64| aff3 << 32 | aff2 << 16 | aff1 << 8 | aff0;
+        assert_ne!(
+            affinity_key(core(0, 0, 0, 0)),
+            affinity_key(core(1, 0, 0, 0))
+        );
+        assert_ne!(
+            affinity_key(core(0x80, 1, 2, 3)),
+            affinity_key(core(0, 1, 2, 3))
+        );
+        for field in 0..4 {
+            let mut keys: [u64; 256] = [0; 256];
+            for v in 0..256u64 {
+                let f = |i| if i == field { v } else { 0x5A };
+                keys[v as usize] = affinity_key(core(f(3), f(2), f(1), f(0)));
+            }
+            keys.sort_unstable();
+            assert!(keys.windows(2).all(|w| w[0] != w[1]), "field {field} lost");
+        }
+        let not_affinity = 1 << 31 | 1 << 30 | 1 << 24 | 0xFF << 56;
+        assert_eq!(
+            affinity_key(core(7, 6, 5, 4) | not_affinity),
+            affinity_key(core(7, 6, 5, 4))
+        );
+        assert_ne!(affinity_key(0), 0);
+        assert_ne!(affinity_key(core(0xFF, 0xFF, 0xFF, 0xFF)), 0);
     }
 }

@@ -111,7 +111,9 @@ pub mod mutants;
 #[doc(hidden)]
 pub mod code_probe;
 
+// (Also in the host's unit tests, for the pure parts: the AArch64 key function.)
 #[cfg(any(
+    test,
     all(feature = "aarch64-cores", target_arch = "aarch64"),
     all(
         feature = "cortex-m-cores",
