@@ -508,9 +508,19 @@ pub fn cli(args: &[String]) -> Result<(), String> {
         let mut dir = None;
         let mut it = args[1..].iter();
         while let Some(a) = it.next() {
-            match a.as_str() {
-                "--dir" => dir = it.next().map(std::path::PathBuf::from),
-                other => return Err(format!("install-qemu: unknown option {other}")),
+            let d = match a.split_once('=') {
+                Some(("--dir", d)) => Some(d),
+                _ if a == "--dir" => it.next().map(String::as_str),
+                _ => {
+                    return Err(format!(
+                        "install-qemu: unknown option {a}\n\
+                         usage: qemu-embedded-runner install-qemu [--dir DIR]"
+                    ))
+                }
+            };
+            match d {
+                Some(d) if !d.is_empty() => dir = Some(std::path::PathBuf::from(d)),
+                _ => return Err("install-qemu: --dir needs a folder".into()),
             }
         }
         let bin = install_qemu(dir.as_deref())?;

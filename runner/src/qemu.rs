@@ -129,11 +129,54 @@ fn loud(program: &str, args: &[&str]) -> Result<(), String> {
 }
 
 fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-        .unwrap_or(false)
+    #[cfg(unix)]
+    // SAFETY: geteuid(2) cannot fail and takes nothing.
+    return unsafe { libc::geteuid() } == 0;
+    #[cfg(not(unix))]
+    false
+}
+
+/// A fresh private folder (mode 0700, a name nobody can guess) for `apt-get download`;
+/// removed when dropped. Run as root, apt downloads as its unprivileged `_apt` user, so
+/// the folder is given to that user (still private: root reads it regardless); without
+/// one apt downloads as root, with a warning.
+fn download_dir() -> Result<tempfile::TempDir, String> {
+    let mut b = tempfile::Builder::new();
+    b.prefix("qemu-runner-debs-");
+    // tempfile's default is 0777 less the umask.
+    #[cfg(unix)]
+    b.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700));
+    let dir = b
+        .tempdir()
+        .map_err(|e| format!("a temporary folder for the downloads: {e}"))?;
+    #[cfg(unix)]
+    if is_root() {
+        // SAFETY: getpwnam(3) with a NUL-terminated name; the record is read at once
+        // (this runs before any other thread could call it).
+        let apt = unsafe {
+            let pw = libc::getpwnam(c"_apt".as_ptr());
+            (!pw.is_null()).then(|| (*pw).pw_uid)
+        };
+        if let Some(uid) = apt {
+            let _ = std::os::unix::fs::lchown(dir.path(), Some(uid), None);
+        }
+    }
+    Ok(dir)
+}
+
+/// Whether apt's failed dry run (its output) is about conflicting packages, which
+/// unpacking into a folder of our own avoids, rather than, say, an unknown package.
+fn is_conflict(apt_output: &str) -> bool {
+    [
+        "unmet dependencies",
+        "broken packages",
+        "Breaks:",
+        "Conflicts:",
+        "need to be removed",
+        "remove is disabled",
+    ]
+    .iter()
+    .any(|m| apt_output.contains(m))
 }
 
 const EMULATORS: &[&str] = &[
@@ -151,14 +194,18 @@ const PACKAGES: &[&str] = &["qemu-system-arm", "qemu-system-misc", "qemu-system-
 /// On a Debian-like system a plain `apt-get install` is used when it would succeed
 /// cleanly. When it would break or remove installed packages (seen: a backported
 /// `qemu-utils` 10.x that Breaks the 7.2 `qemu-system-common`), the packages are
-/// downloaded and unpacked into `dir` instead (default: `$XDG_DATA_HOME/
-/// qemu-embedded-runner/qemu`), never touching the system's packages, and only their
-/// runtime libraries are installed (`--no-upgrade`).
+/// downloaded into a fresh private temporary folder and unpacked into `dir` instead
+/// (default: `$XDG_DATA_HOME/qemu-embedded-runner/qemu`; made absolute, also when
+/// recorded), never touching the system's packages, and only their runtime libraries are
+/// installed (`--no-upgrade`).
 ///
 /// # Errors
-/// Not a Debian-like system, or apt/dpkg failed.
+/// Not a Debian-like system, apt's dry run failed for another reason than conflicting
+/// packages (its message), or apt/dpkg failed.
 pub fn install_qemu(dir: Option<&Path>) -> Result<PathBuf, String> {
+    // Absolute, so that the folder recorded is found from any other directory.
     let dest = dir.map(Path::to_path_buf).unwrap_or_else(default_dir);
+    let dest = std::path::absolute(&dest).map_err(|e| format!("{}: {e}", dest.display()))?;
     let local_bin = dest.join("usr/bin");
     if EMULATORS.iter().all(|q| runs(&local_bin.join(q))) {
         remember(&local_bin);
@@ -183,19 +230,20 @@ pub fn install_qemu(dir: Option<&Path>) -> Result<PathBuf, String> {
         loud(full[0], &full[1..])
     };
     let _ = apt(&["update", "-qq"]);
-    let clean = Command::new("apt-get")
-        .args([
-            "-s",
-            "install",
-            "-y",
-            "--no-remove",
-            "qemu-system-arm",
-            "qemu-system-misc",
-        ])
+    let dry_run = [
+        "-s",
+        "install",
+        "-y",
+        "--no-remove",
+        "qemu-system-arm",
+        "qemu-system-misc",
+    ];
+    let dry = Command::new("apt-get")
+        .args(dry_run)
+        .stdin(Stdio::null())
         .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if clean {
+        .map_err(|e| format!("apt-get: {e}"))?;
+    if dry.status.success() {
         apt(&[
             "install",
             "-y",
@@ -205,27 +253,47 @@ pub fn install_qemu(dir: Option<&Path>) -> Result<PathBuf, String> {
         ])?;
         return Ok(PathBuf::from("qemu-system-arm"));
     }
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&dry.stdout),
+        String::from_utf8_lossy(&dry.stderr)
+    );
+    if !is_conflict(&said) {
+        let why: Vec<&str> = said
+            .lines()
+            .filter(|l| l.starts_with("E:") || l.starts_with("W:"))
+            .collect();
+        return Err(format!(
+            "`apt-get {}` failed ({}): {}",
+            dry_run.join(" "),
+            dry.status,
+            if why.is_empty() {
+                said.trim().to_string()
+            } else {
+                why.join("; ")
+            }
+        ));
+    }
     println!(
         "install: the system's QEMU packages conflict with installed ones; unpacking QEMU \
          into {}",
         dest.display()
     );
-    let dl = std::env::temp_dir().join(format!("qemu-runner-debs-{}", std::process::id()));
-    std::fs::create_dir_all(&dl).map_err(|e| e.to_string())?;
-    // apt-get download runs as the unprivileged _apt user: the folder must be writable by it.
-    let _ = Command::new("chmod").arg("777").arg(&dl).status();
+    let dl_dir = download_dir()?;
+    let dl = dl_dir.path();
     let st = Command::new("apt-get")
         .arg("download")
         .args(PACKAGES)
-        .current_dir(&dl)
+        .current_dir(dl)
+        .stdin(Stdio::null())
         .status()
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| format!("apt-get: {e}"))?;
     if !st.success() {
         return Err("apt-get download of the QEMU packages failed".into());
     }
     std::fs::create_dir_all(&dest).map_err(|e| e.to_string())?;
     let mut libs: Vec<String> = Vec::new();
-    for entry in std::fs::read_dir(&dl).map_err(|e| e.to_string())? {
+    for entry in std::fs::read_dir(dl).map_err(|e| e.to_string())? {
         let deb = entry.map_err(|e| e.to_string())?.path();
         if deb.extension().and_then(|e| e.to_str()) != Some("deb") {
             continue;
@@ -249,7 +317,7 @@ pub fn install_qemu(dir: Option<&Path>) -> Result<PathBuf, String> {
             }
         }
     }
-    let _ = std::fs::remove_dir_all(&dl);
+    drop(dl_dir);
     let mut args: Vec<&str> = vec!["install", "-y", "--no-upgrade", "--no-install-recommends"];
     args.extend(libs.iter().map(String::as_str));
     apt(&args)?;

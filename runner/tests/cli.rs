@@ -1173,3 +1173,179 @@ fn a_plain_program_lists_no_tests_without_booting() {
     assert_eq!(text(&o.stdout), "0 tests, 0 benchmarks\n");
     assert!(!started.exists());
 }
+
+/// A folder of stand-in system tools for `install-qemu`: `apt-get` runs `apt_body`
+/// (after answering `--version` and `update`), `sudo` runs its arguments, `chmod` and
+/// `stat` are the real ones.
+fn fake_apt(dir: &Path, apt_body: &str) -> PathBuf {
+    let bin = dir.join("sysbin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for (name, body) in [
+        (
+            "apt-get",
+            format!("case \"$1\" in --version|update) exit 0;; esac\n{apt_body}"),
+        ),
+        ("sudo", "exec \"$@\"".to_string()),
+    ] {
+        let p = bin.join(name);
+        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    for tool in ["chmod", "stat"] {
+        let real = ["/bin", "/usr/bin"]
+            .iter()
+            .map(|d| Path::new(d).join(tool))
+            .find(|p| p.exists())
+            .unwrap();
+        let _ = std::os::unix::fs::symlink(real, bin.join(tool));
+    }
+    bin
+}
+
+#[test]
+fn install_qemu_downloads_into_a_fresh_private_folder() {
+    let d = scratch("install-tmp");
+    let tmp = d.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let report = d.join("download-dir");
+    // The dry run finds a conflict; the download records where it ran, then fails.
+    let bin = fake_apt(
+        &d,
+        &format!(
+            "case \"$1\" in\n\
+             -s) echo 'The following packages have unmet dependencies:'; \
+                 echo ' qemu-system-common : Breaks: qemu-utils (>= 1:8)'; \
+                 echo 'E: Unable to correct problems, you have held broken packages.' >&2; exit 100;;\n\
+             download) {{ pwd; stat -c %a .; }} > '{}'; exit 1;;\n\
+             esac\nexit 1",
+            report.display()
+        ),
+    );
+    let mut c = runner_cmd(
+        &d,
+        &["install-qemu", "--dir", d.join("q").to_str().unwrap()],
+        &[],
+    );
+    c.env("PATH", &bin).env("TMPDIR", &tmp);
+    let child = c
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let o = child.wait_with_output().unwrap();
+    assert!(!o.status.success());
+    assert!(
+        text(&o.stdout).contains("conflict"),
+        "{}{}",
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+    let got = std::fs::read_to_string(&report).expect("apt-get download did not run");
+    let mut got = got.lines();
+    let (folder, mode) = (PathBuf::from(got.next().unwrap()), got.next().unwrap());
+    assert!(folder.starts_with(&tmp), "{}", folder.display());
+    assert_eq!(mode, "700", "the download folder is not private");
+    assert_ne!(
+        folder.file_name().unwrap().to_str().unwrap(),
+        format!("qemu-runner-debs-{pid}"),
+        "a guessable name"
+    );
+    assert!(!folder.exists(), "the download folder was left behind");
+}
+
+#[test]
+fn a_failed_dry_run_is_reported_as_what_it_is() {
+    let d = scratch("install-dry-run");
+    let downloaded = d.join("downloaded");
+    let bin = fake_apt(
+        &d,
+        &format!(
+            "case \"$1\" in\n\
+             -s) echo 'E: Unable to locate package qemu-system-arm' >&2; exit 100;;\n\
+             download) echo yes > '{}'; exit 1;;\n\
+             esac\nexit 1",
+            downloaded.display()
+        ),
+    );
+    let mut c = runner_cmd(&d, &["install-qemu"], &[]);
+    c.env("PATH", &bin);
+    let o = c.output().unwrap();
+    assert!(!o.status.success());
+    let all = format!("{}{}", text(&o.stdout), text(&o.stderr));
+    assert!(
+        all.contains("Unable to locate package qemu-system-arm"),
+        "{all}"
+    );
+    assert!(!all.contains("conflict"), "{all}");
+    assert!(!downloaded.exists(), "{all}");
+}
+
+/// Stand-ins for the four emulators `install-qemu` checks, in `dir/usr/bin`.
+fn installed_qemu(dir: &Path) {
+    let bin = dir.join("usr/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for q in [
+        "qemu-system-arm",
+        "qemu-system-aarch64",
+        "qemu-system-riscv32",
+        "qemu-system-riscv64",
+    ] {
+        fake_qemu(&bin, q, "exit 0");
+    }
+}
+
+/// Runs `install-qemu` with `args` from `d` where QEMU is already unpacked in `d/<dir>`:
+/// what it recorded.
+fn install_qemu_in(d: &Path, dir: &str, args: &[&str]) -> String {
+    installed_qemu(&d.join(dir));
+    let o = runner_cmd(d, args, &[]).current_dir(d).output().unwrap();
+    assert!(o.status.success(), "{args:?}: {}", text(&o.stderr));
+    let recorded = d.join("config/qemu-embedded-runner/qemu-dir");
+    std::fs::read_to_string(recorded).unwrap()
+}
+
+#[test]
+fn install_qemu_records_a_relative_dir_as_absolute() {
+    let d = scratch("install-relative");
+    let got = install_qemu_in(&d, "rel", &["install-qemu", "--dir", "rel"]);
+    assert_eq!(got.trim_end(), d.join("rel/usr/bin").display().to_string());
+    // A later run from elsewhere (another workspace member) finds it.
+    let elf = plain_elf(&d, &[]);
+    let o = runner_cmd(
+        &d,
+        &["--target", "thumbv7m-none-eabi", elf.to_str().unwrap()],
+        &[],
+    )
+    .current_dir("/")
+    .output()
+    .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+}
+
+#[test]
+fn install_qemu_takes_dir_equals_value() {
+    let d = scratch("install-equals");
+    let got = install_qemu_in(&d, "eq", &["install-qemu", "--dir=eq"]);
+    assert_eq!(got.trim_end(), d.join("eq/usr/bin").display().to_string());
+}
+
+#[test]
+fn install_qemu_refuses_dir_without_a_value() {
+    let d = scratch("install-no-value");
+    for args in [&["install-qemu", "--dir"][..], &["install-qemu", "--dir="]] {
+        let o = runner_cmd(&d, args, &[]).current_dir(&d).output().unwrap();
+        assert!(!o.status.success(), "{args:?}");
+        let err = text(&o.stderr);
+        assert!(err.contains("--dir needs a folder"), "{args:?}: {err}");
+        assert!(
+            !text(&o.stdout).contains("install:"),
+            "{args:?}: went ahead"
+        );
+    }
+    let o = runner_cmd(&d, &["install-qemu", "--directory", "x"], &[])
+        .output()
+        .unwrap();
+    assert!(text(&o.stderr).contains("unknown option --directory"));
+}
