@@ -143,6 +143,17 @@ mutants! {
     /// RCU, asymmetric mode: the wait is marked fenced before the heavy fence runs, so a
     /// second driver at that wait scans while the first one's fence is still under way.
     FencedBeforeHeavyFence,
+    /// RCU, asymmetric mode: the counter enters a half of its range without forgetting
+    /// the heavy-fence mark, so a mark left from the last lap (after a lap of waits that
+    /// found the domain empty and wrote none, or a late store by a driver stopped inside
+    /// its fence) names a wait the counter has come back to, and that wait skips its
+    /// fence under a reader.
+    MarkKeptAcrossLaps,
+    /// RCU, asymmetric mode: a driver leaves its heavy fence (returning or panicking)
+    /// with `begun` still naming its wait, so a blocking waiter takes it for a fence
+    /// under way and holds back for `PATIENCE` attempts for a fence nobody issues
+    /// (a panicked heavy fence, or a late mark over a newer one).
+    BegunLeftBehind,
     /// RCU, **not a bug**: wait steps never update the phase word, so every reader
     /// records the phase the domain started with. The models must still pass: safety
     /// does not depend on the phase readers record, only how soon waits finish (the

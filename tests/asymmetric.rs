@@ -2,13 +2,17 @@
 //! readers with only a compiler fence, grace periods that run `membarrier`. Built and
 //! run by `cargo xtask test` in a build of its own:
 //! `RUSTFLAGS="--cfg rcuref_asymmetric_fence --cfg rcuref_mutants" cargo test --release
-//! --features membarrier --test asymmetric -- --test-threads=1`.
+//! --features membarrier --test asymmetric` (serial by construction: `serial`).
 //!
 //! * the RCU test bodies and the reader-age torture, unchanged, in this mode;
 //! * a store-buffering torture aimed at the one thing the heavy fence is for: a reader
 //!   whose announce is still in its core's store buffer while it reads, against a
 //!   writer that unpublishes, waits for a grace period and frees; with the heavy fence
-//!   skipped (the broken variant) a reader must be caught reading freed data.
+//!   skipped (the broken variant) a reader must be caught reading freed data;
+//! * the same on a 3-bit counter with a reader that registers for each section, so
+//!   that waits often find the domain empty and write no heavy-fence mark: a mark left
+//!   from the counter's last lap must not be trusted (`Mutant::MarkKeptAcrossLaps`
+//!   must be caught).
 #![cfg(all(rcuref_asymmetric_fence, target_os = "linux"))]
 
 #[path = "cases/rcu.rs"]
@@ -18,34 +22,49 @@ rcuref::set_heavy_fence!(rcuref::rcu::heavy::Membarrier);
 
 use rcuref::rcu::Rcu;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering::*};
+use std::sync::{Mutex, MutexGuard};
+
+/// The tests of this binary share process-wide state (the mutant selection and the
+/// counter's width, in mutant builds): each holds this lock for its whole run, so the
+/// binary is serial by construction, whatever `--test-threads` says.
+fn serial() -> MutexGuard<'static, ()> {
+    static SERIAL: Mutex<()> = Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 #[test]
 fn nested_sections() {
+    let _serial = serial();
     cases::nested_sections();
 }
 
 #[test]
 fn stalled_reader() {
+    let _serial = serial();
     cases::stalled_reader();
 }
 
 #[test]
 fn epoch_wraps() {
+    let _serial = serial();
     cases::epoch_wraps();
 }
 
 #[test]
 fn defer_queue_is_bounded() {
+    let _serial = serial();
     cases::defer_queue_is_bounded();
 }
 
 #[test]
 fn cell_publish_and_reclaim() {
+    let _serial = serial();
     cases::cell_publish_and_reclaim();
 }
 
 #[test]
 fn reader_age_torture() {
+    let _serial = serial();
     static T: cases::Torture = cases::Torture::new();
     std::thread::scope(|s| {
         s.spawn(|| T.reader_loop());
@@ -137,6 +156,7 @@ fn store_buffering_torture(rounds: u32) -> u32 {
 
 #[test]
 fn no_reader_sees_freed_data_with_the_heavy_fence() {
+    let _serial = serial();
     assert_eq!(store_buffering_torture(200_000), 0);
 }
 
@@ -149,6 +169,7 @@ mod negative_controls {
     /// torture must catch a reader reading a freed buffer, in one of five runs.
     #[test]
     fn catches_a_skipped_heavy_fence() {
+        let _serial = serial();
         let caught = (0..5).any(|i| {
             select(Mutant::SkipHeavyFence);
             let bad = store_buffering_torture(2_000_000);
@@ -160,5 +181,158 @@ mod negative_controls {
             caught,
             "a grace period without the heavy fence was not caught"
         );
+    }
+}
+
+/// The store-buffering torture on a 3-bit counter (waits 1, 3, 5, 7: a lap is two
+/// grace periods), with a reader that claims a slot for each section (`register`, as `Rcu::read` does), so
+/// that between its sections every slot is free and the writer's waits skip the heavy
+/// fence and write no mark.
+///
+/// Each round: while the reader is between sections, the writer drives the counter
+/// round to just before the last wait it fenced (a lap of waits that find the domain
+/// empty); then it lets the reader go and, as the reader claims its slot and enters,
+/// unpublishes a buffer, waits for a grace period and frees it. The reader holds its
+/// section for 30 µs and then checks the buffer it loaded. Without the reset of the mark
+/// when the counter enters a half, the first wait of that grace period reads the last
+/// lap's mark as its own and scans the reader (claimed, its announce still in its store
+/// buffer) with no heavy fence: the reader reads freed data.
+/// Returns (reads of freed data, rounds whose first wait found the mark at its own
+/// value, sections).
+#[cfg(rcuref_mutants)]
+fn lap_torture(rounds: u32) -> (u32, u32, u32) {
+    use std::time::{Duration, Instant};
+    rcuref::mutants::set_gp_bits(3);
+    let rcu: Rcu<2> = Rcu::new(); // after the width is set, as `set_gp_bits` asks
+    let bufs = [AtomicU32::new(LIVE), AtomicU32::new(FREED)];
+    let current = AtomicUsize::new(0);
+    let (go, entering, left) = (AtomicU32::new(0), AtomicU32::new(0), AtomicU32::new(0));
+    let done = AtomicBool::new(false);
+    let (bad, sections) = (AtomicU32::new(0), AtomicU32::new(0));
+    let contended: [Line; LINES] = std::array::from_fn(|_| Line(AtomicU32::new(0)));
+    let poll_to = |raw: u32| {
+        let c = rcu.cookie_from_raw(raw);
+        while !c.poll() {
+            std::hint::spin_loop();
+        }
+    };
+    let mut stale_rounds = 0;
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut n = 0;
+            while !done.load(Relaxed) {
+                if go.load(Acquire) == n {
+                    std::hint::spin_loop();
+                    continue;
+                }
+                n = go.load(Acquire);
+                // Claim a slot for this section only: the claim's locked exchange drains
+                // the store buffer, the stores to lines the writer owns fill it again,
+                // and the announce queues behind them while the loads go ahead.
+                let reader = rcu.register().unwrap();
+                entering.store(n, Release);
+                for l in &contended {
+                    l.0.store(n, Relaxed);
+                }
+                let guard = reader.lock();
+                let i = current.load(Acquire);
+                let t0 = Instant::now();
+                while t0.elapsed() < Duration::from_micros(30) {
+                    std::hint::spin_loop();
+                }
+                if bufs[i].load(Acquire) != LIVE {
+                    bad.fetch_add(1, Relaxed);
+                }
+                drop(guard);
+                drop(reader); // every slot free again
+                sections.fetch_add(1, Relaxed);
+                left.store(n, Release);
+            }
+        });
+        // The last wait fenced: a grace period with the reader inside fences its second
+        // wait at least.
+        let mut last_fenced = None;
+        for n in 1..=rounds {
+            while left.load(Acquire) != n - 1 {
+                std::hint::spin_loop();
+            }
+            for l in &contended {
+                l.0.store(n, Relaxed); // the lines back in this core's cache
+            }
+            if let Some(w) = last_fenced {
+                // Round to the flip before `w` with every slot free: no fence, no mark.
+                let to: u32 = (w + 7) & 7;
+                loop {
+                    let g = rcu.gp_counter();
+                    if g == to {
+                        break;
+                    }
+                    // At most a grace period at a time: a target further ahead reads
+                    // as one from the past.
+                    poll_to((g + ((to + 8 - g) & 7).min(4)) & 7);
+                }
+                stale_rounds += 1;
+            }
+            go.store(n, Release);
+            while entering.load(Acquire) != n {
+                std::hint::spin_loop();
+            }
+            let old = current.load(Relaxed);
+            let new = 1 - old;
+            bufs[new].store(LIVE, Release);
+            current.store(new, Release); // publish new, unpublish old
+            let start = rcu.gp_counter();
+            let cookie = rcu.start_poll();
+            while !cookie.poll() {
+                std::hint::spin_loop();
+            }
+            bufs[old].store(FREED, Release);
+            // The grace period's second wait had the reader inside (its section lasts
+            // longer than a grace period), so it was fenced and left the mark.
+            last_fenced = Some((start + 3) & 7);
+        }
+        done.store(true, Relaxed);
+    });
+    rcuref::mutants::set_gp_bits(32);
+    (bad.load(Relaxed), stale_rounds, sections.load(Relaxed))
+}
+
+/// With the mark reset at every entry into a half, no reader sees freed data on the
+/// small counter either.
+#[cfg(rcuref_mutants)]
+#[test]
+fn no_reader_sees_freed_data_across_laps_of_a_small_counter() {
+    let _serial = serial();
+    let (bad, _, sections) = lap_torture(20_000);
+    assert!(
+        sections > 1_000,
+        "only {sections} sections: the torture proves nothing"
+    );
+    assert_eq!(bad, 0, "{bad} reads of freed data in {sections} sections");
+}
+
+#[cfg(rcuref_mutants)]
+mod lap_controls {
+    use super::*;
+    use rcuref::mutants::{select, Mutant};
+
+    /// A mark kept across laps is trusted at a wait it names from the last lap: the
+    /// small-counter torture must catch a reader reading a freed buffer, in one of five
+    /// runs.
+    #[test]
+    fn catches_a_mark_kept_across_laps() {
+        let _serial = serial();
+        let caught = (0..5).any(|i| {
+            select(Mutant::MarkKeptAcrossLaps);
+            let (bad, stale, sections) = lap_torture(20_000);
+            select(Mutant::None);
+            println!(
+                "run {}: {bad} reads of freed data in {sections} sections ({stale} rounds \
+                 after an empty lap)",
+                i + 1
+            );
+            bad > 0
+        });
+        assert!(caught, "a mark trusted a lap later was not caught");
     }
 }

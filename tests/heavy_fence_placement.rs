@@ -1,7 +1,7 @@
 //! Where the asymmetric-fence mode's heavy fence sits, with two grace-period drivers.
 //! Built and run by `cargo xtask test` in the asymmetric-fence build:
 //! `RUSTFLAGS="--cfg rcuref_asymmetric_fence --cfg rcuref_mutants" cargo test --release
-//! --test heavy_fence_placement -- --test-threads=1`.
+//! --test heavy_fence_placement` (serial by construction: `Restore::take`).
 //!
 //! The correctness argument (`src/rcu/heavy.rs`, module docs) needs, before every
 //! scan of a wait, a heavy fence begun after the counter reached that wait and returned
@@ -17,11 +17,16 @@
 //! The fence count: one heavy fence per wait, so two per grace period, however often a
 //! blocking wait rescans and however many drivers poll (`HeavyFenceEveryScan`, the old
 //! design, fails that test).
+//! The marks across laps and panics (`heavy`'s module docs, "The marks"): a mark left
+//! from the last lap of a 3-bit counter is not trusted (`Mutant::MarkKeptAcrossLaps`
+//! fails it), and neither a panicked heavy fence nor a late mark leaves a blocking
+//! waiter holding back for a fence nobody issues (`Mutant::BegunLeftBehind`).
+//!
 //! (The store-buffering torture in `tests/asymmetric.rs` shows what a missing fence
 //! does to readers.)
 #![cfg(all(rcuref_asymmetric_fence, rcuref_mutants))]
 
-use rcuref::mutants::{select, set_pause_hook, Mutant, Point};
+use rcuref::mutants::{select, set_gp_bits, set_pause_hook, Mutant, Point};
 use rcuref::rcu::Rcu;
 use std::cell::Cell;
 use std::sync::atomic::{fence, AtomicBool, AtomicU32, Ordering::SeqCst};
@@ -49,6 +54,8 @@ std::thread_local! {
 /// Each heavy fence takes 20 µs (as membarrier's IPIs do), so that concurrent drivers
 /// overlap inside it.
 static SLOW: AtomicBool = AtomicBool::new(false);
+/// The next heavy fence panics (after it has begun: the driver had marked it begun).
+static PANIC_ONCE: AtomicBool = AtomicBool::new(false);
 static HELD: AtomicBool = AtomicBool::new(false);
 static RELEASE: AtomicBool = AtomicBool::new(false);
 /// Scans not preceded by a heavy fence of their own context begun at their wait.
@@ -75,6 +82,9 @@ unsafe impl rcuref::rcu::heavy::HeavyFence for Recording {
     fn heavy_fence() {
         fence(SeqCst);
         FENCES.fetch_add(1, SeqCst);
+        if PANIC_ONCE.swap(false, SeqCst) {
+            panic!("a heavy fence that panics (on purpose)");
+        }
         let g = RCU.gp_counter();
         hold_if(Hold::InItsFirstFence);
         if SLOW.load(SeqCst) {
@@ -109,15 +119,31 @@ fn hook(p: Point) {
     }
 }
 
-/// Puts the process-wide state back however a test ends.
-struct Restore;
+/// Every test of this binary drives the one domain `RCU` and the process-wide mutant
+/// selection, pause hook and counter width: each holds this lock for its whole run, so
+/// the binary is serial by construction, whatever `--test-threads` says.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Holds the binary's lock for a test, and puts the process-wide state back however the
+/// test ends.
+struct Restore(#[allow(dead_code)] std::sync::MutexGuard<'static, ()>);
+
+impl Restore {
+    fn take() -> Self {
+        // A test that failed poisoned the lock; the state it left is put back by its own
+        // `Restore`, so the next test may go on.
+        Restore(SERIAL.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
 
 impl Drop for Restore {
     fn drop(&mut self) {
         RELEASE.store(true, SeqCst);
         SLOW.store(false, SeqCst);
+        PANIC_ONCE.store(false, SeqCst);
         set_pause_hook(None);
         select(Mutant::None);
+        set_gp_bits(32);
     }
 }
 
@@ -190,7 +216,7 @@ fn two_drivers() -> (u32, [bool; 2]) {
 
 #[test]
 fn every_scan_follows_a_returned_heavy_fence_begun_at_its_wait() {
-    let _restore = Restore;
+    let _restore = Restore::take();
     let (unfenced, held) = two_drivers();
     assert_eq!(held, [true, true], "driver A was not held: one driver only");
     assert_eq!(unfenced, 0);
@@ -199,7 +225,7 @@ fn every_scan_follows_a_returned_heavy_fence_begun_at_its_wait() {
 /// The control: with the heavy fence skipped, the scans are unfenced.
 #[test]
 fn negative_control_a_skipped_heavy_fence_is_caught() {
-    let _restore = Restore;
+    let _restore = Restore::take();
     select(Mutant::SkipHeavyFence);
     let (unfenced, _) = two_drivers();
     select(Mutant::None);
@@ -210,7 +236,7 @@ fn negative_control_a_skipped_heavy_fence_is_caught() {
 /// fencing, scans on A's unfinished fence.
 #[test]
 fn negative_control_a_wait_marked_fenced_too_early_is_caught() {
-    let _restore = Restore;
+    let _restore = Restore::take();
     select(Mutant::FencedBeforeHeavyFence);
     let (unfenced, held) = two_drivers();
     select(Mutant::None);
@@ -247,7 +273,7 @@ fn fences_per_grace_period(grace_periods: u32, rescans: u32) -> f64 {
 /// reader holds 50 times each.
 #[test]
 fn one_heavy_fence_serves_every_scan_of_a_wait() {
-    let _restore = Restore;
+    let _restore = Restore::take();
     let per_gp = fences_per_grace_period(20, 50);
     // Two drivers can both find a wait unfenced and fence it (neither waits for the
     // other's fence): at most one extra per wait, never one per scan.
@@ -260,7 +286,7 @@ fn one_heavy_fence_serves_every_scan_of_a_wait() {
 /// The control: a heavy fence at every scan (the old design) is seen.
 #[test]
 fn negative_control_a_fence_per_scan_is_counted() {
-    let _restore = Restore;
+    let _restore = Restore::take();
     select(Mutant::HeavyFenceEveryScan);
     let per_gp = fences_per_grace_period(5, 50);
     select(Mutant::None);
@@ -292,7 +318,7 @@ fn fences_per_grace_period_two_waiters() -> f64 {
 /// fence for themselves measured 2.65-3.9.
 #[test]
 fn concurrent_waits_share_a_fence_under_way() {
-    let _restore = Restore;
+    let _restore = Restore::take();
     let per_gp = fences_per_grace_period_two_waiters();
     assert!(per_gp < 2.3, "{per_gp} heavy fences per grace period");
 }
@@ -300,7 +326,7 @@ fn concurrent_waits_share_a_fence_under_way() {
 /// The control: waiters that fence for themselves issue nearly one each per wait.
 #[test]
 fn negative_control_impatient_waiters_are_counted() {
-    let _restore = Restore;
+    let _restore = Restore::take();
     select(Mutant::ImpatientWaiters);
     let per_gp = fences_per_grace_period_two_waiters();
     select(Mutant::None);
@@ -312,7 +338,7 @@ fn negative_control_impatient_waiters_are_counted() {
 /// through `PATIENCE` attempts of back-off before fencing for itself).
 #[test]
 fn a_lone_waiter_never_waits_for_a_fence_nobody_issues() {
-    let _restore = Restore;
+    let _restore = Restore::take();
     let mut w = RCU.register().unwrap();
     for _ in 0..50 {
         let mut attempts = 0;
@@ -354,7 +380,7 @@ fn fences_in_a_domain(with_reader: bool, grace_periods: u32) -> u32 {
 /// claim's compare-exchange is a barrier by itself.)
 #[test]
 fn an_empty_domain_needs_no_heavy_fence() {
-    let _restore = Restore;
+    let _restore = Restore::take();
     assert_eq!(fences_in_a_domain(false, 20), 0);
     assert_eq!(fences_in_a_domain(true, 20), 40);
 }
@@ -362,9 +388,185 @@ fn an_empty_domain_needs_no_heavy_fence() {
 /// The control: a wait step that fences an empty domain is counted.
 #[test]
 fn negative_control_fencing_an_empty_domain_is_counted() {
-    let _restore = Restore;
+    let _restore = Restore::take();
     select(Mutant::FenceEmptyDomain);
     let n = fences_in_a_domain(false, 20);
     select(Mutant::None);
     assert_eq!(n, 40);
+}
+
+/// Heavy fences issued by one grace period of `rcu` driven by `poll` through a
+/// registered (offline) reader, after a lap of the counter in which every slot was free.
+///
+/// On a 3-bit counter (waits 1, 3, 5, 7; a lap is two grace periods): a grace period
+/// with a slot claimed fences waits 1 and 3 (mark: 3); with every slot free the counter
+/// goes round to 2 with no fence and no mark (waits 5, 7, 1); a grace period from 2 then
+/// meets wait 3 again. A mark kept across the lap says 3 is fenced, and that wait would
+/// scan a reader's slot with no fence.
+fn fences_after_an_empty_lap() -> u32 {
+    set_gp_bits(3);
+    let lap: Rcu<4> = Rcu::new(); // after the width is set, as `set_gp_bits` asks
+    let poll_to = |raw: u32| {
+        let c = lap.cookie_from_raw(raw);
+        let mut polls = 0;
+        while !c.poll() {
+            polls += 1;
+            assert!(
+                polls < 10,
+                "no reader inside, and the grace period did not end"
+            );
+        }
+    };
+    {
+        let _reader = lap.register().unwrap();
+        let before = FENCES.load(SeqCst);
+        poll_to(4);
+        assert_eq!(FENCES.load(SeqCst) - before, 2, "waits 1 and 3 fenced");
+    }
+    let before = FENCES.load(SeqCst);
+    poll_to(0); // waits 5 and 7, every slot free
+    poll_to(2); // wait 1, every slot free
+    assert_eq!(FENCES.load(SeqCst) - before, 0, "an empty domain fenced");
+    assert_eq!(lap.gp_counter(), 2);
+    let _reader = lap.register().unwrap();
+    let before = FENCES.load(SeqCst);
+    poll_to(6); // waits 3 and 5
+    let n = FENCES.load(SeqCst) - before;
+    set_gp_bits(32);
+    n
+}
+
+/// Each wait of a grace period with a slot claimed is fenced, also the wait whose mark
+/// the counter's last lap left standing.
+#[test]
+fn a_mark_from_the_last_lap_is_not_trusted() {
+    let _restore = Restore::take();
+    assert_eq!(fences_after_an_empty_lap(), 2);
+}
+
+/// The control: a mark kept across the lap skips the fence at wait 3.
+#[test]
+fn negative_control_a_mark_kept_across_laps_is_caught() {
+    let _restore = Restore::take();
+    select(Mutant::MarkKeptAcrossLaps);
+    let n = fences_after_an_empty_lap();
+    select(Mutant::None);
+    assert_eq!(
+        n, 1,
+        "the stale mark was not trusted: the control shows nothing"
+    );
+}
+
+/// The attempts of one `synchronize` through `w` (1: it ended at its first attempt).
+fn attempts_of_a_wait(w: &mut rcuref::rcu::Reader<'_, 4>) -> u32 {
+    let mut attempts = 0;
+    w.synchronize(|x| {
+        attempts = x.attempts();
+        std::ops::ControlFlow::Continue(())
+    })
+    .unwrap();
+    attempts
+}
+
+/// A heavy fence panics at a wait, leaving the counter there; a lone blocking wait
+/// then takes the wait up. Returns its attempts.
+fn lone_waiter_after_a_panicked_fence() -> u32 {
+    let mut w = RCU.register().unwrap();
+    PANIC_ONCE.store(true, SeqCst);
+    let r = std::panic::catch_unwind(|| RCU.start_poll().poll());
+    assert!(r.is_err(), "the heavy fence did not panic");
+    assert_eq!(
+        RCU.gp_counter() & 1,
+        1,
+        "the panic left the counter at its wait"
+    );
+    attempts_of_a_wait(&mut w)
+}
+
+/// A panicked heavy fence leaves no "fence under way" behind: the next blocking wait,
+/// alone, fences for itself at once.
+#[test]
+fn a_lone_waiter_after_a_panicked_fence_does_not_wait() {
+    let _restore = Restore::take();
+    let attempts = lone_waiter_after_a_panicked_fence();
+    assert!(attempts < 4, "{attempts} attempts after a panicked fence");
+}
+
+/// The control: `begun` left naming the panicked fence's wait holds the waiter back for
+/// `PATIENCE` attempts.
+#[test]
+fn negative_control_begun_left_by_a_panic_is_caught() {
+    let _restore = Restore::take();
+    select(Mutant::BegunLeftBehind);
+    let attempts = lone_waiter_after_a_panicked_fence();
+    select(Mutant::None);
+    assert!(
+        attempts >= 1000,
+        "only {attempts} attempts: the control shows nothing"
+    );
+}
+
+/// A driver stopped inside its heavy fence stores its mark late, over a newer one; a
+/// blocking wait then takes up the newer wait. Returns its attempts.
+///
+/// Driver A flips the counter onto wait `g` and is held inside its fence for it. This
+/// thread enters a section (recording `g`'s phase), then polls past `g` onto wait
+/// `g + 2`, which it fences (mark `g + 2`) and which its own section holds. A is let go:
+/// its mark for `g` lands over `g + 2`, and it ends (its target is `g + 2`). The section
+/// ends; a blocking wait at `g + 2` finds the mark not at its wait.
+fn waiter_after_a_late_mark() -> u32 {
+    let reader = RCU.register().unwrap();
+    let mut w = RCU.register().unwrap();
+    HELD.store(false, SeqCst);
+    RELEASE.store(false, SeqCst);
+    let start = RCU.gp_counter();
+    assert_eq!(start & 1, 0, "no grace period in flight");
+    let g = start.wrapping_add(1);
+    let a = std::thread::spawn(move || {
+        HOLD.with(|h| h.set(Some(Hold::InItsFirstFence)));
+        let _ = RCU.cookie_from_raw(g.wrapping_add(2)).poll();
+    });
+    let t0 = Instant::now();
+    while !HELD.load(SeqCst) {
+        assert!(!a.is_finished(), "driver A ended without fencing");
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "driver A never got going"
+        );
+        std::thread::yield_now();
+    }
+    assert_eq!(RCU.gp_counter(), g, "A is held in its fence for wait g");
+    {
+        let _section = reader.lock();
+        // Not done: the section holds wait g + 2.
+        assert!(!RCU.cookie_from_raw(g.wrapping_add(3)).poll());
+        assert_eq!(RCU.gp_counter(), g.wrapping_add(2));
+        RELEASE.store(true, SeqCst);
+        a.join().unwrap();
+    }
+    drop(reader);
+    attempts_of_a_wait(&mut w)
+}
+
+/// A late mark over a newer one leaves no "fence under way" behind either: the waiter
+/// fences for itself at once.
+#[test]
+fn a_late_mark_leaves_no_waiter_holding_back() {
+    let _restore = Restore::take();
+    let attempts = waiter_after_a_late_mark();
+    assert!(attempts < 4, "{attempts} attempts after a late mark");
+}
+
+/// The control: with `begun` never cleared, the waiter holds back for `PATIENCE`
+/// attempts for a fence nobody issues.
+#[test]
+fn negative_control_begun_left_under_a_late_mark_is_caught() {
+    let _restore = Restore::take();
+    select(Mutant::BegunLeftBehind);
+    let attempts = waiter_after_a_late_mark();
+    select(Mutant::None);
+    assert!(
+        attempts >= 1000,
+        "only {attempts} attempts: the control shows nothing"
+    );
 }

@@ -25,14 +25,10 @@ pub struct Rcu<const N: usize> {
     //   `phase(g)` when it differs, so it changes twice per grace period. Nothing about
     //   safety depends on its value (module docs, "The phase word"), only how soon waits
     //   finish, so a late store from a stopped driver is harmless.
-    // * `fences` (asymmetric-fence builds): `returned` is the wait step for which some
-    //   driver's heavy fence, begun once `gp` had reached that wait, has returned
-    //   (`heavy::in_wait_step`); even (no wait) until the first. Written only by a driver
-    //   registered in that wait's half, so with the lap guard a value can only be stale
-    //   for a wait the counter has already passed, never one it comes back to a lap
-    //   later. `begun` is the wait a driver last began a heavy fence for: a hint that
-    //   lets a blocking waiter wait for that fence instead of issuing its own; nothing
-    //   about safety depends on it.
+    // * `fences` (asymmetric-fence builds): the heavy-fence marks, whose invariants
+    //   `heavy::FenceMarks` states: `returned` names no wait, or a wait of the counter's
+    //   current lap of its half whose heavy fence has returned (forgotten before every
+    //   step into a half); `begun` is a hint with no bearing on safety.
     // Layout: `phase` (read by every outermost lock, written twice per grace period),
     // `gp` (written four times per grace period, read only by drivers), `stepping`
     // (written by every poll) and each slot (written by its reader) on cache lines of
@@ -93,7 +89,7 @@ impl<const N: usize> Rcu<N> {
                 gp: Line(AtomicU32::new(g)),
                 stepping: Line([AtomicU32::new(0), AtomicU32::new(0)]),
                 #[cfg(all(rcuref_asymmetric_fence, not(loom)))]
-                fences: Line(super::heavy::FenceMarks::new(g)),
+                fences: Line(super::heavy::FenceMarks::new()),
                 #[cfg(all(feature = "std", debug_assertions, not(loom)))]
                 serial: super::sections::Serial::new(),
                 slots: array_of!(Line(AtomicU32::new(0)); N),

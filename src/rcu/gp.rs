@@ -140,6 +140,9 @@ impl<const N: usize> Rcu<N> {
             if !self.lap_guard_allows(&reg, next) {
                 break;
             }
+            // A step into the other half, where nobody is registered now, first forgets
+            // any mark from that half's last lap (asymmetric-fence mode).
+            super::heavy::before_step(self, g, next);
             g = match ops::step(&self.gp.0, g, next) {
                 Ok(_) => next,
                 Err(now) => now, // another driver moved it: progress too

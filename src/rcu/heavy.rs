@@ -39,13 +39,13 @@
 //! The argument above needs, before a scan of the wait at counter value `g`, a heavy
 //! fence that **began** once the counter had reached `g` (so after every unpublish that
 //! a cookie counting this wait covers) and has **returned**. Whose it is does not
-//! matter. A driver records `g` in the domain's `fenced` word (`Release`) after its
-//! heavy fence for `g` returns; a driver that reads `fenced == g` (`Acquire`) scans
+//! matter. A driver records `g` in the domain's `returned` mark (`Release`) after its
+//! heavy fence for `g` returns; a driver that reads `returned == g` (`Acquire`) scans
 //! without a fence of its own: each reader's forced barrier happens before that return,
 //! the return before the store, the store before this scan. So a grace period costs two
 //! heavy fences (one per wait) however many drivers take part and however often a
 //! blocking wait rescans while a reader holds it, as liburcu's `synchronize_rcu` issues
-//! two. A driver that finds the word not yet at `g` while another's fence for `g` is
+//! two. A driver that finds the mark not yet at `g` while another's fence for `g` is
 //! under way (the `begun` hint) issues its own if it is `poll` (which never blocks);
 //! a blocking wait instead ends that attempt without scanning and comes back after its
 //! back-off, for up to `PATIENCE` attempts, after which it fences for itself (so a
@@ -53,10 +53,43 @@
 //! ever). Two concurrent `synchronize` calls then cost two heavy fences per grace
 //! period, not four (`docs/bench/REPORT.md`, grace-period throughput).
 //!
-//! The word cannot mislead across laps: a driver stores `g` only while registered in
-//! `g`'s half of the counter's range, and the lap guard keeps the counter out of that
-//! half while the registration lasts, so by the time the counter comes back to `g` a
-//! lap later every wait in between has stored its own value.
+//! # The marks
+//!
+//! The counter is 32 bits and wraps, so a mark that holds a counter value can come to
+//! name a wait again a lap later. What holds, and what checks each part:
+//!
+//! 1. **`returned == g` at a wait `g` means a heavy fence begun at `g` in this lap has
+//!    returned.** A driver stores `g` only after its own fence for `g` returns, and only
+//!    while registered (lap guard) in `g`'s half with a snapshot of this lap; a store
+//!    may land late (its driver stopped after the fence), but the counter cannot come
+//!    back into that half until the driver has left it. Before every step into a half,
+//!    after the lap guard has found nobody registered there, the stepping driver sets the
+//!    mark to "no wait" (`before_step`): every mark of that half's last lap,
+//!    late ones included, is older in the mark's modification order, and every driver
+//!    that meets a wait of the new lap reads the counter after that step, so it reads
+//!    the reset or a mark of this lap. A wait that skips its fence because the domain is
+//!    empty writes no mark, so without the reset a lap of such waits (readers that
+//!    register per section leave the domain empty between sections) would bring the
+//!    counter back to the last fenced wait with its mark still standing, and that wait
+//!    would scan a reader whose announce is still in its store buffer with no fence
+//!    (a use after free found by review). Checked by the litmus test `asym-mark-a-lap-later` (a
+//!    stale mark and a late store against the reset, with the twin
+//!    `+no-reset`, `Mutant::MarkKeptAcrossLaps`), by the fence count of
+//!    `tests/heavy_fence_placement.rs` (`a_mark_from_the_last_lap_is_not_trusted`, on a
+//!    3-bit counter) and by the store-buffering torture of `tests/asymmetric.rs` on a
+//!    3-bit counter with readers that register per section.
+//! 2. **`begun == g` is only a hint**: a driver stores its wait before its fence and,
+//!    returning or panicking, clears it if it still names that wait (`UnderWay`). A
+//!    blocking waiter that reads `begun == g` holds back (at most `PATIENCE` attempts)
+//!    only while some driver is inside, or about to enter, its fence for `g`: a panicked
+//!    fence, or a driver that stored a late `returned` over a newer mark, leaves no hint
+//!    behind (`a_lone_waiter_after_a_panicked_fence_does_not_wait`,
+//!    `a_late_mark_leaves_no_waiter_holding_back`, both with `Mutant::BegunLeftBehind`).
+//!    Whatever `begun` holds, a waiter fences for itself after `PATIENCE` attempts, so
+//!    a wrong hint costs time, never safety.
+//! 3. **A mark written before the fence has returned is never trusted**: the store of
+//!    `g` follows the fence in program order (`Release`); litmus
+//!    `asym-shared-fence-*+fenced-before-ack` and `Mutant::FencedBeforeHeavyFence`.
 //!
 //! # An empty domain
 //!
@@ -153,8 +186,23 @@ pub(crate) fn heavy_fence() {
     unsafe { _rcuref_heavy_fence_v1() }
 }
 
-/// A domain's record of heavy fences (asymmetric-fence builds; the `Rcu` invariants say
-/// what each word holds).
+/// What a heavy-fence mark holds when it names no wait: an even value (waits are odd),
+/// so it never equals the wait a driver compares it with.
+#[cfg(all(rcuref_asymmetric_fence, not(loom)))]
+const NO_WAIT: u32 = 0;
+
+/// A domain's record of heavy fences (asymmetric-fence builds).
+///
+/// INVARIANTS (module docs, "The marks"):
+/// * `returned` is [`NO_WAIT`] or a wait `w` **of the counter's current lap of `w`'s
+///   half** for which some driver's heavy fence, begun once the counter had reached `w`,
+///   has returned. It is written only by a driver registered (lap guard) in `w`'s half,
+///   and set back to `NO_WAIT` before every step that carries the counter into a half
+///   (`before_step`), after the lap guard found nobody registered there.
+/// * `begun` is `NO_WAIT` or a wait whose heavy fence some driver has begun and, as far
+///   as that driver knows, not yet left: a driver clears it (if it still names its wait)
+///   when its fence returns or panics. A hint for blocking waiters; nothing about safety
+///   depends on it.
 #[cfg(all(rcuref_asymmetric_fence, not(loom)))]
 pub(crate) struct FenceMarks {
     begun: crate::sync::AtomicU32,
@@ -163,12 +211,62 @@ pub(crate) struct FenceMarks {
 
 #[cfg(all(rcuref_asymmetric_fence, not(loom)))]
 impl FenceMarks {
-    /// No fence yet: both words at the counter's (even) start, which is no wait.
-    pub(crate) const fn new(g: u32) -> Self {
+    /// No fence yet.
+    pub(crate) const fn new() -> Self {
         FenceMarks {
-            begun: crate::sync::AtomicU32::new(g),
-            returned: crate::sync::AtomicU32::new(g),
+            begun: crate::sync::AtomicU32::new(NO_WAIT),
+            returned: crate::sync::AtomicU32::new(NO_WAIT),
         }
+    }
+}
+
+/// A driver's heavy fence for wait `g`, under way: leaving it, by returning or by a
+/// panic, clears `begun` if it still names `g`, so that no waiter holds back for a fence
+/// that is no longer running.
+#[cfg(all(rcuref_asymmetric_fence, not(loom)))]
+struct UnderWay<'a> {
+    begun: &'a crate::sync::AtomicU32,
+    g: u32,
+}
+
+#[cfg(all(rcuref_asymmetric_fence, not(loom)))]
+impl Drop for UnderWay<'_> {
+    fn drop(&mut self) {
+        use crate::sync::Ordering::Relaxed;
+        if mutant!(BegunLeftBehind) {
+            return;
+        }
+        // Only if still ours to clear: a driver that began this wait's fence (or a later
+        // wait's) since then keeps its hint.
+        let _ = self
+            .begun
+            .compare_exchange(self.g, NO_WAIT, Relaxed, Relaxed);
+    }
+}
+
+/// A step of the counter from `g` to `next` that its lap guard has allowed, about to be
+/// tried: if it carries the counter into the other half of its range (where the lap
+/// guard has just found no driver registered), forget the last heavy-fence mark, which
+/// may name a wait of that half from its last lap. Nothing otherwise, and nothing
+/// outside the asymmetric-fence mode.
+///
+/// Relaxed is enough. A later driver that meets a wait of the new lap read the counter
+/// at or after this step's `SeqCst` exchange (or a later step's: they continue its
+/// release sequence), which is sequenced after this store, so this store happens before
+/// its load of the mark, which cannot read anything older. And every store of a mark of
+/// that half from the last lap was made by a driver registered in the half, before it
+/// left (`SeqCst`), which the lap guard's `SeqCst` load that read the count at zero
+/// acquired: those stores happen before this one and come before it in the mark's
+/// modification order (litmus: `asym-mark-a-lap-later`).
+#[inline(always)]
+#[allow(unused_variables)]
+pub(crate) fn before_step<const N: usize>(rcu: &super::Rcu<N>, g: u32, next: u32) {
+    #[cfg(all(rcuref_asymmetric_fence, not(loom)))]
+    if super::encoding::half(next) != super::encoding::half(g) && !mutant!(MarkKeptAcrossLaps) {
+        rcu.fences
+            .0
+            .returned
+            .store(NO_WAIT, crate::sync::Ordering::Relaxed);
     }
 }
 
@@ -180,10 +278,10 @@ impl FenceMarks {
 ///
 /// A driver whose `Acquire` load finds `returned == g` skips the fence: another
 /// driver's (or its own earlier) heavy fence began once the counter had reached this
-/// wait and has returned, and its `Release` store makes that return happen before this
-/// scan, so every reader's barrier it forced happens before the scan too (module docs,
-/// "One fence per wait"). A scan repeated while a reader holds the wait, or a second
-/// driver at the same wait, costs no further heavy fence.
+/// wait, in this lap, and has returned, and its `Release` store makes that return
+/// happen before this scan, so every reader's barrier it forced happens before the scan
+/// too (module docs, "One fence per wait"). A scan repeated while a reader holds the
+/// wait, or a second driver at the same wait, costs no further heavy fence.
 #[inline(always)]
 #[allow(unused_variables)]
 pub(crate) fn in_wait_step<const N: usize>(rcu: &super::Rcu<N>, g: u32, patient: bool) -> bool {
@@ -206,6 +304,10 @@ pub(crate) fn in_wait_step<const N: usize>(rcu: &super::Rcu<N>, g: u32, patient:
             return false; // another driver is fencing this wait: no scan, no step
         }
         marks.begun.store(g, Relaxed);
+        let _under_way = UnderWay {
+            begun: &marks.begun,
+            g,
+        };
         if mutant!(FencedBeforeHeavyFence) {
             marks.returned.store(g, Release); // announced before the fence has run
         }

@@ -230,6 +230,14 @@
 //! 2³² − 5 steps after its grace period, and one kept for a whole lap longer than that
 //! reports "not yet" for at most five more steps (never "done" early).
 //!
+//! The other words compared with a counter value: a [`DeferQueue`]'s stored cookies err
+//! the same way (and [`DeferQueue::barrier`] releases what it waited for without asking
+//! them again); the C API's `call_rcu` numbers are a wrapping sequence of their own
+//! (fewer than 2³¹ callbacks in flight); a driver's snapshot is kept from a lap by the
+//! lap guard. The asymmetric mode's heavy-fence mark is the one that would err the
+//! unsafe way (a mark a lap old reads "this wait is fenced"), so it is forgotten
+//! whenever the counter enters a half ([`heavy`], "The marks").
+//!
 //! # Safety guarantees
 //!
 //! What safe code can rely on, on every target:
