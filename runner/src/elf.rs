@@ -162,13 +162,22 @@ pub(crate) fn check_elf(elf: &[u8], path: &str, qemu: &str) -> Result<(), String
 
 /// What a file that is not an ELF file seems to be, in a message.
 fn not_elf(bytes: &[u8], path: &str) -> String {
-    let is_hex = |b: &[u8]| {
-        b.iter()
-            .all(|c| c.is_ascii_hexdigit() || c.is_ascii_whitespace())
-    };
+    // Records of `:` and hex digits, one a line.
+    let head = &bytes[..bytes.len().min(4096)];
+    let is_hex = head.starts_with(b":")
+        && head
+            .split(|&b| b == b'\n')
+            .take(8)
+            .filter(|l| !l.is_empty())
+            .all(|l| {
+                l.starts_with(b":")
+                    && l[1..]
+                        .iter()
+                        .all(|c| c.is_ascii_hexdigit() || c.is_ascii_whitespace())
+            });
     let seems = if bytes.is_empty() {
         "it is empty".to_string()
-    } else if bytes.starts_with(b":") && is_hex(&bytes[1..bytes.len().min(64)]) {
+    } else if is_hex {
         "it looks like an Intel HEX image".to_string()
     } else if bytes.starts_with(b"S0") || bytes.starts_with(b"S1") || bytes.starts_with(b"S3") {
         "it looks like a Motorola S-record image".to_string()

@@ -929,7 +929,7 @@ fn a_file_that_is_not_an_elf_is_called_so() {
     let cases: [(&str, &[u8], &str); 4] = [
         (
             "fw.hex",
-            b":100000000000012000000000000000000000000000\n",
+            b":020000040000FA\r\n:1000000000000120A1000000F10100004F030000A3\r\n",
             "Intel HEX",
         ),
         (
