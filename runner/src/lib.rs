@@ -535,6 +535,12 @@ pub fn cli(args: &[String]) -> Result<(), String> {
 
 /// Runs the firmware of `o`: its tests, or the program once.
 ///
+/// While a QEMU runs, `SIGINT`, `SIGTERM`, `SIGHUP` and `SIGQUIT` (those not ignored)
+/// have a handler, installed once for the process: such a signal kills QEMU, shows what
+/// it printed, and ends the process as the signal would. Outside a QEMU run the handler
+/// does what the default action does. On Linux QEMU is also killed when the runner dies
+/// in any other way (`PR_SET_PDEATHSIG`, `SIGKILL` included).
+///
 /// # Errors
 /// A message: QEMU missing or failing to start, an unreadable ELF, failed tests, a
 /// failed program or one whose output differs from `--expect`'s file.
@@ -923,8 +929,13 @@ fn run_one(
         if let Some(sig) = watch.pending() {
             let _ = child.kill();
             let _ = child.wait();
-            while let Ok(bytes) = rx.try_recv() {
-                take(&bytes, &mut lines, line);
+            // What is still in the pipe, read until QEMU's end of it is closed.
+            let drain_end = Instant::now() + Duration::from_secs(1);
+            while let Some(left) = drain_end.checked_duration_since(Instant::now()) {
+                match rx.recv_timeout(left) {
+                    Ok(bytes) => take(&bytes, &mut lines, line),
+                    Err(_) => break,
+                }
             }
             for l in dec.finish() {
                 line(&l);
