@@ -277,6 +277,7 @@ options (`--opt value` or `--opt=value`):
   --expect FILE     a plain firmware's output must equal FILE (a diff is shown if not)
   --machines        list the known targets and machines
   --memory-map      print the memory map (memory.x) to link against for the machine
+  -h, --help        this text
 
 libtest's options, as libtest reads them:
   FILTER...         run the tests whose names contain a FILTER
@@ -284,12 +285,13 @@ libtest's options, as libtest reads them:
   --skip F          leave out the tests whose names contain F (repeatable)
   --list            list the tests (`name: test`, then `N tests, 0 benchmarks`)
   --ignored         run (or list) only the ignored tests
-  --include-ignored run the ignored tests too
+  --include-ignored
+                    run the ignored tests too
   --format pretty|terse, -q, --quiet
                     terse: a listing without its summary line (runs print pretty);
-                    --format json and junit are refused
+                    json and junit are refused
   --nocapture, --show-output, --report-time, --ensure-time, --shuffle,
-  --test-threads N, --color C, -Z OPT
+  --test-threads N, --color C, -Z OPT (or -ZOPT)
                     accepted and without effect: output is always shown, tests run
                     one at a time in name order, without colours
 
@@ -427,6 +429,7 @@ pub fn parse(args: &[String]) -> Result<Option<Options>, String> {
             "--test-threads" | "--color" | "-Z" => {
                 value(it.next(), a)?;
             }
+            s if s.starts_with("-Z") => {}
             s if s.starts_with('-') => {
                 return Err(format!("unknown option {s}\n{USAGE}"));
             }

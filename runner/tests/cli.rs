@@ -1349,3 +1349,101 @@ fn install_qemu_refuses_dir_without_a_value() {
         .unwrap();
     assert!(text(&o.stderr).contains("unknown option --directory"));
 }
+
+/// Options by name, each with whether it takes a value.
+type OptionList = Vec<(String, bool)>;
+
+/// The options of the README's table (its first column) and of `--help` (the option
+/// column of its option lines).
+fn documented_options(d: &Path) -> (OptionList, OptionList) {
+    let readme = include_str!("../README.md");
+    let table = readme
+        .split_once("## Options")
+        .and_then(|(_, rest)| rest.split_once("Known targets"))
+        .map(|(t, _)| t)
+        .expect("the README's option table");
+    let mut from_readme = Vec::new();
+    for row in table.lines().filter(|l| l.starts_with("| `")) {
+        let first = row[1..].split(" | ").next().unwrap();
+        for (i, seg) in first.split('`').enumerate() {
+            let mut words = seg.split_whitespace();
+            match words.next() {
+                Some(w) if i % 2 == 1 && w.starts_with('-') => {
+                    from_readme.push((w.to_string(), words.next().is_some()))
+                }
+                _ => {}
+            }
+        }
+    }
+    let help = text(&runner(d, &["--help"], &[]).stdout);
+    let options = help.split_once("options (").expect("--help's options").1;
+    let mut from_help = Vec::new();
+    for line in options.lines().map(str::trim_start) {
+        if !line.starts_with('-') {
+            continue;
+        }
+        let column = line.split("  ").next().unwrap();
+        for opt in column.trim_end_matches(',').split(", ") {
+            let mut words = opt.split_whitespace();
+            if let Some(w) = words.next().filter(|w| w.starts_with('-')) {
+                from_help.push((w.to_string(), words.next().is_some()));
+            }
+        }
+    }
+    from_readme.sort();
+    from_help.sort();
+    (from_readme, from_help)
+}
+
+#[test]
+fn the_readme_and_help_list_the_same_options_and_all_are_accepted() {
+    let d = scratch("options");
+    let (readme, help) = documented_options(&d);
+    assert!(readme.len() > 20, "{readme:?}");
+    assert_eq!(
+        readme, help,
+        "the README's options (left) and --help's (right)"
+    );
+    for (opt, takes_value) in &readme {
+        let value = match opt.as_str() {
+            "--format" => "pretty",
+            "--smp" | "--timeout" | "--program-timeout" | "--test-threads" => "2",
+            _ => "x",
+        };
+        let mut args = vec!["--target", "thumbv7m-none-eabi", opt.as_str()];
+        if *takes_value {
+            args.push(value);
+        }
+        args.push("no-such.elf");
+        let o = runner(&d, &args, &[]);
+        let err = text(&o.stderr);
+        assert!(!err.contains("unknown option"), "{args:?}: {err}");
+        assert!(!err.contains("needs"), "{args:?}: {err}");
+        if *takes_value && opt != "--qemu-arg" {
+            // The `=` form too.
+            let joined = format!("{opt}={value}");
+            let o = runner(
+                &d,
+                &["--target", "thumbv7m-none-eabi", &joined, "no-such.elf"],
+                &[],
+            );
+            let err = text(&o.stderr);
+            assert!(!err.contains("unknown option"), "{joined}: {err}");
+        }
+    }
+    let o = runner(
+        &d,
+        &[
+            "--target",
+            "thumbv7m-none-eabi",
+            "-Zunstable-options",
+            "x.elf",
+        ],
+        &[],
+    );
+    assert!(
+        !text(&o.stderr).contains("unknown option"),
+        "{}",
+        text(&o.stderr)
+    );
+}
