@@ -100,8 +100,9 @@ pub(crate) fn spawn(cmd: &mut Command) -> std::io::Result<Child> {
     cmd.spawn()
 }
 
-/// Marks a spawned QEMU as watched: signals from now on are left to [`Watch::pending`]
-/// until the watch is dropped (after the child is reaped).
+/// Marks a QEMU run as watched (begun before QEMU starts): signals from now on are left
+/// to [`Watch::pending`] until the watch is dropped (after the child is reaped); one that
+/// came when the watch is dropped ends the process then.
 pub(crate) struct Watch(());
 
 impl Watch {

@@ -881,9 +881,10 @@ fn run_one(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    // Watched from before the start: a signal meanwhile is handled once QEMU exists.
+    let watch = child::Watch::begin();
     let mut child =
         child::spawn(&mut cmd).map_err(|e| format!("QEMU failed to start: {qemu}: {e}"))?;
-    let watch = child::Watch::begin();
     let (Some(mut out), Some(err)) = (child.stdout.take(), child.stderr.take()) else {
         let _ = child.kill();
         let _ = child.wait();
