@@ -800,13 +800,26 @@ impl Torture {
         }
     }
 
-    /// Reads until the writer is done (for a second thread or hart).
+    /// Reads until the writer is done (for a second thread or hart), or another reader
+    /// has panicked (the writer stops, and its `stop` ends the others).
     pub fn reader_loop(&self) {
+        /// Stops the writer if this reader panics (it is disarmed on the way out
+        /// otherwise): the writer would wait for reads that never come.
+        struct StopsWriter<'a>(&'a AtomicBool, bool);
+        impl Drop for StopsWriter<'_> {
+            fn drop(&mut self) {
+                if self.1 {
+                    self.0.store(true, Relaxed);
+                }
+            }
+        }
+        let mut armed = StopsWriter(&self.stop, true);
         let mut i = 0u32;
         while !self.done.load(Acquire) {
             self.read_once(i % 64);
             i = i.wrapping_add(1);
         }
+        armed.1 = false;
     }
 
     /// Reads done so far (all ages).
@@ -815,8 +828,18 @@ impl Torture {
     }
 
     /// The writer half: at least `rounds` publications, each followed by a grace period,
-    /// and on until the readers have done `min_reads` (so the two really overlap).
+    /// and on until the readers have done `min_reads` (so the two really overlap). Ends
+    /// the run (the readers stop) when it returns and when it panics.
     pub fn writer(&self, rounds: u32, min_reads: u32, mut wait: impl FnMut()) {
+        /// Sets `done` when dropped, unwinding included: readers waiting for it would
+        /// otherwise spin for ever and the run would hang instead of failing.
+        struct EndsRun<'a>(&'a AtomicBool);
+        impl Drop for EndsRun<'_> {
+            fn drop(&mut self) {
+                self.0.store(true, Release);
+            }
+        }
+        let _ends = EndsRun(&self.done);
         let mut w = self.rcu.register().unwrap();
         let first = 0usize;
         self.objs[first].pipe.store(0, Relaxed);
@@ -843,7 +866,6 @@ impl Torture {
             cur = next;
             self.age(&mut w, &mut wait);
         }
-        self.done.store(true, Release);
     }
 
     /// One grace period, then every retired object is one older (and freed at FREE_AT).
