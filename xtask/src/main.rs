@@ -754,11 +754,14 @@ fn target_rustflags(target: &str) -> &'static str {
     }
 }
 
-/// The environment variable that sets `target`'s rustflags.
+/// The environment variable that sets `target`'s rustflags. Like the runner's: cargo
+/// reads `CARGO_TARGET_<TRIPLE>_*` with every `-` and `.` of the triple as `_`; with the
+/// dot left in, thumbv8m.main's steps were built without their flags (its negative
+/// controls, behind `cfg(rcuref_mutants)`, did not exist, and it ran none).
 fn rustflags_var(target: &str) -> String {
     format!(
         "CARGO_TARGET_{}_RUSTFLAGS",
-        target.to_uppercase().replace('-', "_")
+        target.to_uppercase().replace(['-', '.'], "_")
     )
 }
 
@@ -839,4 +842,28 @@ fn demo() -> Result<(), String> {
         &[],
     );
     run.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue #24's thumbv8m step: its rustflags variable kept the triple's dot, so cargo
+    /// never read it and the negative controls were compiled out ("0 passed").
+    #[test]
+    fn a_dotted_triple_gets_its_rustflags() {
+        let t = "thumbv8m.main-none-eabihf";
+        assert_eq!(
+            rustflags_var(t),
+            "CARGO_TARGET_THUMBV8M_MAIN_NONE_EABIHF_RUSTFLAGS"
+        );
+        assert_eq!(
+            rustflags_var(t).trim_end_matches("RUSTFLAGS"),
+            runner_var(t).trim_end_matches("RUNNER"),
+            "the runner and the rustflags of one target are named alike"
+        );
+        for t in TARGETS {
+            assert!(!rustflags_var(t).contains(['.', '-']), "{t}");
+        }
+    }
 }
