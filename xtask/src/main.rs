@@ -16,6 +16,8 @@ mod qemu;
 mod size;
 mod steps;
 
+use steps::Expect;
+
 use std::process::ExitCode;
 
 const USAGE: &str = "usage: cargo xtask <command>
@@ -195,10 +197,21 @@ fn test(args: &[String]) -> Result<(), String> {
     let msrv = install::msrv()?;
     install::msrv_toolchain(&msrv, "thumbv7em-none-eabihf")?;
     let mut run = steps::Run::new("test");
-    run.cargo("host: unit, integration and doc tests", &["test"], &[]);
-    run.cargo("lint: rustfmt --check", &["fmt", "--all", "--check"], &[]);
+    run.cargo(
+        "host: unit, integration and doc tests",
+        Expect::Tests(HOST_TESTS),
+        &["test"],
+        &[],
+    );
+    run.cargo(
+        "lint: rustfmt --check",
+        Expect::NoTests,
+        &["fmt", "--all", "--check"],
+        &[],
+    );
     run.cargo(
         "lint: clippy, warnings denied (library, tests, xtask, runner, benches)",
+        Expect::NoTests,
         &[
             "clippy",
             "-p",
@@ -221,6 +234,7 @@ fn test(args: &[String]) -> Result<(), String> {
     publishing_checks(&mut run, &msrv, !quick);
     run.cargo(
         "host: loom models",
+        Expect::Tests(LOOM_TESTS),
         &[
             "test",
             "--release",
@@ -242,6 +256,7 @@ fn test(args: &[String]) -> Result<(), String> {
     );
     run.cargo(
         "host: release-only tests (2^32 forgotten clones; pool statistics)",
+        Expect::Tests(RELEASE_POOL_TESTS),
         &[
             "test",
             "--release",
@@ -254,6 +269,7 @@ fn test(args: &[String]) -> Result<(), String> {
     );
     run.cargo(
         "host: negative controls (broken variants must be caught)",
+        Expect::Tests(HOST_NEGATIVE_CONTROLS),
         &[
             "test",
             "--release",
@@ -275,6 +291,7 @@ fn test(args: &[String]) -> Result<(), String> {
     run.cargo(
         "host: preemption, interrupt and panic injection (threads stopped anywhere and at \
          exact points; a handler at every gap of the read side; every callback panicking)",
+        Expect::Tests(INJECTION_TESTS),
         &[
             "test",
             "--release",
@@ -296,6 +313,7 @@ fn test(args: &[String]) -> Result<(), String> {
     run.cargo(
         "host: asymmetric-fence mode (membarrier), its store-buffering torture, the heavy \
          fence's placement with two drivers, a panicking heavy fence, and the controls",
+        Expect::Tests(ASYMMETRIC_TESTS),
         &[
             "test",
             "--release",
@@ -322,6 +340,7 @@ fn test(args: &[String]) -> Result<(), String> {
         "litmus: herd7 on C11 and on each fast path as compiled for AArch64 (with and \
          without LSE/RCpc), RISC-V 32/64 and Armv7-M: tests Never, weakened twins Sometimes, \
          the tests tied to the object code",
+        Expect::Tests(litmus_files()),
         &["xtask", "litmus"],
         &[],
     );
@@ -329,6 +348,11 @@ fn test(args: &[String]) -> Result<(), String> {
         "ffi: the C API: header current, static library for the host and every target, \
          the C suite (api, torture plain / TSan / its broken control, the C page's example \
          under ASan), a C firmware in QEMU and its broken control",
+        Expect::Tests(if host_only {
+            FFI_CHECKS_HOST
+        } else {
+            FFI_CHECKS_HOST + FFI_CHECKS_QEMU
+        }),
         if host_only {
             &["xtask", "ffi", "--host-only"][..]
         } else {
@@ -338,12 +362,14 @@ fn test(args: &[String]) -> Result<(), String> {
     );
     run.cargo(
         "litmus: the code-tie check fails on a broken variant compiled for AArch64 and RISC-V",
+        Expect::Tests(2),
         &["xtask", "litmus", "--control"],
         &[],
     );
     if !quick {
         run.cargo(
             "host: Miri",
+            Expect::Tests(MIRI_TESTS),
             &[
                 "+nightly",
                 "miri",
@@ -369,6 +395,7 @@ fn test(args: &[String]) -> Result<(), String> {
         // its seed: several seeds over the concurrent tortures.
         run.cargo(
             "host: Miri, 4 seeds of schedules and weak-memory outcomes over the tortures",
+            Expect::Tests(MIRI_TORTURES),
             &[
                 "+nightly",
                 "miri",
@@ -388,6 +415,7 @@ fn test(args: &[String]) -> Result<(), String> {
         // A 32-bit host: FileRef's native width and the pool's counts are 32-bit there.
         run.cargo(
             "host: Miri on i686 (32-bit counts: FileRef, its torture, the pool)",
+            Expect::Tests(MIRI_I686_TESTS),
             &[
                 "+nightly",
                 "miri",
@@ -434,7 +462,8 @@ fn test(args: &[String]) -> Result<(), String> {
                     } else {
                         format!("{t} ({}, {p})", fw.machine)
                     };
-                    run.cargo(&name, &a, &env);
+                    let min = firmware_tests(t, fw.features.is_some(), *p == "release");
+                    run.cargo(&name, Expect::Tests(min), &a, &env);
                 }
             }
         }
@@ -469,6 +498,7 @@ fn test(args: &[String]) -> Result<(), String> {
             }
             run.cargo(
                 &format!("{t} (negative controls: broken RCU and pool must be caught)"),
+                Expect::Tests(firmware_negative_controls(t)),
                 &a,
                 &env,
             );
@@ -506,6 +536,7 @@ fn test(args: &[String]) -> Result<(), String> {
             }
             run.cargo(
                 &format!("{t} (asymmetric-fence mode, IPI heavy fence: RCU suite and torture)"),
+                Expect::Tests(FIRMWARE_ASYMMETRIC_TESTS),
                 &a,
                 &[
                     (var.as_str(), flags.trim()),
@@ -538,6 +569,7 @@ fn test(args: &[String]) -> Result<(), String> {
             let env = example_env(pkg, t);
             run.cargo(
                 &format!("{t} (firmware example {pkg})"),
+                Expect::NoTests, // a program: it exits non-zero on a violation
                 &["run", "-q", "-p", pkg, "--release", "--target", t],
                 &env_refs(&env),
             );
@@ -565,6 +597,7 @@ fn publishing_checks(run: &mut steps::Run, msrv: &str, nightly: bool) {
     for pkg in ["rcuref", "qemu-embedded-runner"] {
         run.command(
             &format!("package: {pkg}'s files are only what a user needs"),
+            Expect::NoTests,
             "sh",
             &[
                 "-c",
@@ -580,6 +613,7 @@ fn publishing_checks(run: &mut steps::Run, msrv: &str, nightly: bool) {
         );
         run.cargo(
             &format!("package: cargo publish --dry-run -p {pkg}"),
+            Expect::NoTests,
             &[
                 "publish",
                 "--dry-run",
@@ -596,6 +630,7 @@ fn publishing_checks(run: &mut steps::Run, msrv: &str, nightly: bool) {
     if nightly {
         run.cargo(
             "docs: docs.rs settings (nightly, --cfg docsrs, all features; broken links fail)",
+            Expect::NoTests,
             &[
                 "+nightly",
                 "doc",
@@ -620,6 +655,7 @@ fn publishing_checks(run: &mut steps::Run, msrv: &str, nightly: bool) {
     ] {
         run.cargo(
             &format!("docs: {t} (broken links fail)"),
+            Expect::NoTests,
             &[
                 "doc",
                 "--no-deps",
@@ -636,11 +672,13 @@ fn publishing_checks(run: &mut steps::Run, msrv: &str, nightly: bool) {
     let tc = format!("+{msrv}");
     run.cargo(
         &format!("MSRV {msrv}: the library on the host"),
+        Expect::NoTests,
         &[&tc, "check", "-p", "rcuref", "--features", features],
         &[("CARGO_TARGET_DIR", "target/msrv")],
     );
     run.cargo(
         &format!("MSRV {msrv}: the library on thumbv7em"),
+        Expect::NoTests,
         &[
             &tc,
             "check",
@@ -664,6 +702,7 @@ fn runner_for_other_crates(run: &mut steps::Run, targets: &[&str]) {
     let install_root_s = install_root.display().to_string();
     let installed = run.cargo(
         "runner: cargo install --path runner",
+        Expect::NoTests,
         &[
             "install",
             "--locked",
@@ -696,11 +735,13 @@ fn runner_for_other_crates(run: &mut steps::Run, targets: &[&str]) {
     run.in_dir("runner/fixture");
     run.cargo(
         "runner: another crate's embedded-test suite through the installed runner",
+        Expect::Tests(RUNNER_FIXTURE_TESTS),
         &["test", "--locked"],
         &env,
     );
     run.cargo(
         "runner: another crate's plain firmware through the installed runner",
+        Expect::NoTests,
         &["run", "--locked", "--bin", "hello"],
         &env,
     );
@@ -733,6 +774,7 @@ fn runner_for_other_crates(run: &mut steps::Run, targets: &[&str]) {
                 "runner: a foreign {pkg} through the installed runner ({})",
                 extra.join(" ")
             ),
+            Expect::NoTests, // a kernel: its exit status is its verdict
             &runner_bin,
             &args,
             &env,
@@ -741,6 +783,103 @@ fn runner_for_other_crates(run: &mut steps::Run, targets: &[&str]) {
         );
     }
 }
+
+// ---- how many tests each step must pass at least ------------------------------------
+//
+// A step below its minimum is red (`steps::Expect`): a filter that matches nothing on
+// one target, or a cfg that never reached the build, prints "0 passed" and exits 0.
+// Each minimum is what the step runs today, counted from the `#[test]`s its binaries
+// compile in that configuration (and, where built here, their `--list`). Raise it when
+// tests are added; lower it only with the commit that removes tests.
+
+/// `cargo test` over the default members (the library's unit tests, every integration
+/// test of a plain build, the doctests; xtask, the runner, the probe): 125 listed by
+/// `cargo test -- --list`, less the 2^32 pool test, ignored in debug builds.
+const HOST_TESTS: u64 = 124;
+/// loom_file_ref 14, loom_rcu 34, loom_pool 6, loom_interrupts 4.
+const LOOM_TESTS: u64 = 58;
+/// tests/pool.rs in release: all 8 (the 2^32 one is ignored in debug builds only).
+const RELEASE_POOL_TESTS: u64 = 8;
+/// `negative_controls` of torture_file_ref 3, torture_rcu 1, torture_pool 3 (the real
+/// pool under injected delays, and two broken variants).
+const HOST_NEGATIVE_CONTROLS: u64 = 7;
+/// preemption 14, interrupts 4, panic_injection 16 (its two heavy-fence panics are the
+/// asymmetric build's).
+const INJECTION_TESTS: u64 = 34;
+/// asymmetric 10, heavy_fence_placement 16, panic_injection 18.
+const ASYMMETRIC_TESTS: u64 = 44;
+/// `cargo xtask ffi --host-only`'s checks: header, the C page's copy, the host library,
+/// the queue's white-box test, api.c, the two C tortures and their two controls, two
+/// under TSan, the example under ASan, the header as C++ (13), and a static library
+/// per embedded target (7).
+const FFI_CHECKS_HOST: u64 = 20;
+/// With QEMU: the C firmware and its broken control on each of its two targets.
+const FFI_CHECKS_QEMU: u64 = 4;
+/// Miri over file_ref 11, torture_file_ref 4, warnings 2, rcu 37, torture_rcu 1, pool 7,
+/// torture_pool 1 (a debug build without mutants; the 2^32 pool test is ignored there).
+const MIRI_TESTS: u64 = 63;
+/// torture_file_ref 4, torture_rcu 1, torture_pool 1 (no mutants: no controls).
+const MIRI_TORTURES: u64 = 6;
+/// file_ref 11, torture_file_ref 4 and pool 7 (the 2^32 test ignored) on i686.
+const MIRI_I686_TESTS: u64 = 22;
+/// runner/fixture's suite: `adds` and `panics_as_expected` (its third is `#[ignore]`).
+const RUNNER_FIXTURE_TESTS: u64 = 2;
+
+/// The committed litmus tests (`litmus/tests/*/*.litmus`): `cargo xtask litmus` gives
+/// each a herd7 verdict at least once (the RC11 model runs the C11 files again, and the
+/// source, code and generation checks count too), so a green run passes at least this
+/// many. Counted when the step runs, since the suite is generated (`--bless`).
+fn litmus_files() -> u64 {
+    let dir = steps::workspace_root().join("litmus/tests");
+    let Ok(configs) = std::fs::read_dir(dir) else {
+        return 0; // no suite: `Expect::Tests(0)` is red
+    };
+    configs
+        .flatten()
+        .filter_map(|c| std::fs::read_dir(c.path()).ok())
+        .flat_map(|files| files.flatten())
+        .filter(|f| f.path().extension().is_some_and(|e| e == "litmus"))
+        .count() as u64
+}
+
+/// What a target's firmware has: a timer interrupt (`rcuref_fw_tick`), several cores
+/// (`rcuref_fw_cores`), as targets/firmware/build.rs decides.
+fn firmware_cfg(target: &str, dual_core: bool) -> (bool, bool) {
+    let tick = target.starts_with("thumb") || target.starts_with("aarch64");
+    let cores = target.starts_with("riscv")
+        || target.starts_with("aarch64")
+        || (dual_core && target.starts_with("thumbv8m"));
+    (tick, cores)
+}
+
+/// The on-target suites (targets/firmware/tests/), by what they need:
+/// file_ref 8; races: 1 with a tick, 3 with cores (+1 in release); rcu: 17, +3 with a
+/// tick, +1 with cores, +1 with both; pool: 3, +2 with a tick, +1 with cores.
+fn firmware_tests(target: &str, dual_core: bool, release: bool) -> u64 {
+    let (tick, cores) = firmware_cfg(target, dual_core);
+    let n = |c: bool, k: u64| if c { k } else { 0 };
+    let file_ref = 8;
+    let races = n(tick, 1) + n(cores, 3) + n(cores && release, 1);
+    let rcu = 17 + n(tick, 3) + n(cores, 1) + n(tick && cores, 1);
+    let pool = 3 + n(tick, 2) + n(cores, 1);
+    file_ref + races + rcu + pool
+}
+
+/// `negative_control*` of the rcu and pool suites in a `--cfg rcuref_mutants` build, on
+/// the machine the step uses (thumbv8m: both cores of mps2-an521): rcu's busted grace
+/// periods, +1 nesting control with a tick, +1 with a tick and cores; pool's baseline and
+/// no-recheck, +1 zeroing with cores.
+fn firmware_negative_controls(target: &str) -> u64 {
+    let (tick, cores) = firmware_cfg(target, true);
+    let n = |c: bool, k: u64| if c { k } else { 0 };
+    (1 + n(tick, 1) + n(tick && cores, 1)) + (2 + n(cores, 1))
+}
+
+/// The rcu suite in the asymmetric-fence mutant build on RISC-V and AArch64: 17, the
+/// all-core torture, the busted-RCU control, the heavy fence's check and its control
+/// (AArch64 skips its timer's tests, `irq_*` and the nesting controls; RISC-V has no
+/// tick, so none of them is built there).
+const FIRMWARE_ASYMMETRIC_TESTS: u64 = 17 + 1 + 1 + 2;
 
 /// The rustflags the firmware of a target is tested with: `.cargo/config.toml`'s for that
 /// target (repeated, since a step's own setting replaces them), and on thumbv7em the
@@ -789,6 +928,7 @@ fn demo() -> Result<(), String> {
     let mut run = steps::Run::new("demo");
     run.cargo_shown(
         "host: fd table (fget/fput on a typesafe-by-RCU pool, threads)",
+        Expect::NoTests,
         &[
             "run",
             "--release",
@@ -818,6 +958,7 @@ fn demo() -> Result<(), String> {
         let env: Vec<(&str, &str)> = runner.map(|r| (rvar.as_str(), r)).into_iter().collect();
         run.cargo_shown(
             &format!("{t}: fd table firmware in QEMU ({what})"),
+            Expect::NoTests,
             &args,
             &env,
         );
@@ -827,17 +968,20 @@ fn demo() -> Result<(), String> {
         let env = example_env(pkg, t);
         run.cargo_shown(
             &format!("{t}: firmware example {pkg}"),
+            Expect::NoTests,
             &["run", "-q", "-p", pkg, "--release", "--target", t],
             &env_refs(&env),
         );
     }
     run.cargo_shown(
         "host: path lookups without locks vs RwLock (kernfs/proc pattern)",
+        Expect::NoTests,
         &["run", "--release", "--example", "lookup"],
         &[],
     );
     run.cargo_shown(
         "host: FileRef under contention",
+        Expect::NoTests,
         &["run", "--release", "--example", "contention"],
         &[],
     );
@@ -865,5 +1009,34 @@ mod tests {
         for t in TARGETS {
             assert!(!rustflags_var(t).contains(['.', '-']), "{t}");
         }
+    }
+
+    #[test]
+    fn every_firmware_step_expects_tests() {
+        for t in TARGETS {
+            for fw in firmware_runs(t) {
+                for release in [false, true] {
+                    assert!(
+                        firmware_tests(t, fw.features.is_some(), release) >= 30,
+                        "{t}"
+                    );
+                }
+            }
+            assert!(firmware_negative_controls(t) >= 4, "{t}");
+        }
+        // Both cores of mps2-an521: the rcu suite alone is the 22 the issue's run
+        // filtered out, and the three controls of each suite must run.
+        assert_eq!(
+            firmware_tests("thumbv8m.main-none-eabihf", true, false),
+            8 + 4 + 22 + 6
+        );
+        assert_eq!(firmware_negative_controls("thumbv8m.main-none-eabihf"), 6);
+        assert_eq!(firmware_negative_controls("thumbv7em-none-eabihf"), 4);
+        assert_eq!(firmware_negative_controls("riscv64gc-unknown-none-elf"), 4);
+    }
+
+    #[test]
+    fn the_litmus_suite_is_counted() {
+        assert!(litmus_files() > 100, "litmus/tests/*/*.litmus not found");
     }
 }

@@ -1,11 +1,56 @@
 //! Runs commands as named steps, keeps each step's full log under `target/xtask/`, and
 //! prints a one-screen summary built from the libtest `test result:` lines.
+//!
+//! A step that runs tests states how many must pass at least ([`Expect::Tests`]): a
+//! filter that matches nothing on one target prints "0 passed" and exits 0, and such a
+//! step is red here, as is one with fewer passed than its minimum.
 
 use std::fs;
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Instant;
+
+/// What a step must show, besides a successful exit, to be green.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expect {
+    /// It runs tests: at least this many (never 0) must pass, and none fail.
+    Tests(u64),
+    /// It runs no tests (a lint, a build, a package check, a program that judges its own
+    /// run): its exit status is the verdict.
+    NoTests,
+}
+
+/// The verdict on one step's output: green or not, the counts, and why not.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Verdict {
+    pub ok: bool,
+    pub passed: u64,
+    pub failed: u64,
+    /// Why a step whose command succeeded is still red.
+    pub short: Option<String>,
+}
+
+/// Judges a step: its command's exit status (`exited_ok`), its output and what it was
+/// expected to show.
+pub fn verdict(exited_ok: bool, text: &str, expect: Expect) -> Verdict {
+    let (passed, failed) = count_results(text);
+    let short = match expect {
+        Expect::NoTests => None,
+        Expect::Tests(0) => Some("a test step must expect at least one test".to_string()),
+        Expect::Tests(min) if passed < min => Some(format!(
+            "{passed} passed, fewer than the {min} this step expects"
+        )),
+        Expect::Tests(_) if failed > 0 => Some(format!("{failed} failed")),
+        Expect::Tests(_) => None,
+    };
+    Verdict {
+        ok: exited_ok && short.is_none(),
+        passed,
+        failed,
+        short: if exited_ok { short } else { None },
+    }
+}
 
 /// What one step did.
 pub struct Outcome {
@@ -77,20 +122,34 @@ impl Run {
     }
 
     /// Runs `cargo args` as a step; its output goes to a log file, a line to the screen.
-    pub fn cargo(&mut self, name: &str, args: &[&str], env: &[(&str, &str)]) -> bool {
-        self.command(name, "cargo", args, env, false, true)
+    pub fn cargo(
+        &mut self,
+        name: &str,
+        expect: Expect,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> bool {
+        self.command(name, expect, "cargo", args, env, false, true)
     }
 
     /// Like [`cargo`](Self::cargo) but also echoes the output (for demos).
-    pub fn cargo_shown(&mut self, name: &str, args: &[&str], env: &[(&str, &str)]) -> bool {
-        self.command(name, "cargo", args, env, true, true)
+    pub fn cargo_shown(
+        &mut self,
+        name: &str,
+        expect: Expect,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> bool {
+        self.command(name, expect, "cargo", args, env, true, true)
     }
 
     /// Runs one step. `echo` streams its output; `tail_on_failure` prints the end of the
     /// log when it fails.
+    #[allow(clippy::too_many_arguments)]
     pub fn command(
         &mut self,
         name: &str,
+        expect: Expect,
         program: &str,
         args: &[&str],
         env: &[(&str, &str)],
@@ -122,17 +181,24 @@ impl Run {
         for (k, v) in env {
             cmd.env(k, v);
         }
-        let (ok, text) = match run_capturing(cmd, echo) {
+        let (exited_ok, text) = match run_capturing(cmd, echo) {
             Ok(r) => r,
             Err(e) => (false, format!("could not start {program}: {e}\n")),
         };
         let _ = fs::write(&log, &text);
-        let (passed, failed) = count_results(&text);
+        let Verdict {
+            ok,
+            passed,
+            failed,
+            short,
+        } = verdict(exited_ok, &text, expect);
         let secs = start.elapsed().as_secs_f64();
-        if ok && passed == 0 {
+        if ok && expect == Expect::NoTests {
             println!("ok ({secs:.0} s)");
         } else if ok {
             println!("ok ({passed} passed, {secs:.0} s)");
+        } else if let Some(why) = short {
+            println!("FAILED ({why}, {secs:.0} s)");
         } else {
             println!("FAILED ({passed} passed, {failed} failed, {secs:.0} s)");
         }
@@ -171,7 +237,8 @@ impl Run {
         message: &str,
         failed_tests: Option<u64>,
     ) {
-        self.command(name, "cargo", args, &[], false, false);
+        // Its own check below: the failure it must show, not a count of passes.
+        self.command(name, Expect::NoTests, "cargo", args, &[], false, false);
         let o = self
             .outcomes
             .last_mut()
@@ -288,4 +355,66 @@ fn run_capturing(mut cmd: Command, echo: bool) -> std::io::Result<(bool, String)
     let _ = h2.join();
     let status = child.wait()?;
     Ok((status.success(), text))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// libtest's line for a binary with `passed` passes and `failed` failures.
+    fn result(passed: u64, failed: u64) -> String {
+        let status = if failed == 0 { "ok" } else { "FAILED" };
+        format!(
+            "test result: {status}. {passed} passed; {failed} failed; 0 ignored; 0 measured; \
+             22 filtered out; finished in 0.01s\n"
+        )
+    }
+
+    #[test]
+    fn counts_every_result_line() {
+        let text = format!("{}running 3 tests\n{}", result(2, 0), result(3, 1));
+        assert_eq!(count_results(&text), (5, 1));
+    }
+
+    #[test]
+    fn a_step_that_runs_no_test_is_red() {
+        // The thumbv8m step of issue #24: its filter matched nothing, cargo exited 0.
+        let v = verdict(true, &result(0, 0), Expect::Tests(3));
+        assert!(!v.ok, "0 passed of 3 expected was green");
+        assert_eq!((v.passed, v.failed), (0, 0));
+        assert!(v.short.unwrap().contains("fewer than the 3"));
+        // No result line at all (nothing was built or run) is no better.
+        assert!(!verdict(true, "", Expect::Tests(1)).ok);
+        assert!(!verdict(true, "   Compiling rcuref\n", Expect::Tests(1)).ok);
+    }
+
+    #[test]
+    fn fewer_passed_than_the_minimum_is_red() {
+        let text = format!("{}{}", result(4, 0), result(2, 0));
+        assert!(!verdict(true, &text, Expect::Tests(7)).ok);
+        assert!(verdict(true, &text, Expect::Tests(6)).ok);
+        assert!(
+            verdict(true, &text, Expect::Tests(5)).ok,
+            "more than the minimum is fine"
+        );
+    }
+
+    #[test]
+    fn a_minimum_of_zero_is_refused() {
+        assert!(!verdict(true, &result(5, 0), Expect::Tests(0)).ok);
+    }
+
+    #[test]
+    fn failures_and_failed_commands_stay_red() {
+        assert!(!verdict(true, &result(9, 1), Expect::Tests(1)).ok);
+        let v = verdict(false, &result(9, 0), Expect::Tests(1));
+        assert!(!v.ok && v.short.is_none(), "the exit status says why");
+        assert!(!verdict(false, "", Expect::NoTests).ok);
+    }
+
+    #[test]
+    fn a_step_without_tests_is_judged_by_its_exit() {
+        assert!(verdict(true, "", Expect::NoTests).ok);
+        assert!(verdict(true, "Finished `dev` profile\n", Expect::NoTests).ok);
+    }
 }
