@@ -36,6 +36,9 @@ pub enum Error {
     /// A section was left that was never entered: an unlock without a lock
     /// ([`ContextReader::exit`](crate::rcu::ContextReader::exit)).
     NotInSection,
+    /// A section nested as deep as its slot can count (about 2^30 levels): nothing
+    /// entered ([`ContextReader::enter`](crate::rcu::ContextReader::enter)).
+    TooDeep,
 }
 
 impl core::fmt::Display for Error {
@@ -48,6 +51,7 @@ impl core::fmt::Display for Error {
             Error::GaveUp => "the wait was given up before the grace period ended",
             Error::Busy => "another context is updating it right now",
             Error::NotInSection => "an unlock without a lock: the context is in no read section",
+            Error::TooDeep => "the read section is nested as deep as its slot can count",
         })
     }
 }

@@ -291,9 +291,19 @@ impl<'d, const N: usize> ContextReader<'d, N> {
     /// in one function and closes in another. The same memory operations as
     /// [`lock`](Self::lock); end it with [`exit`](Self::exit). A section entered here
     /// and never left is like a leaked guard: every later grace period waits for it.
+    ///
+    /// # Errors
+    /// [`Error::TooDeep`] if the section is already nested as deep as the slot can
+    /// count (about 2^30 levels); nothing changes, so balanced exits still end the
+    /// section. (A [`Guard`] at that depth sticks instead: its section never ends,
+    /// rather than wrap to "offline" under 2^30 leaked guards.)
     #[inline]
-    pub fn enter(&self) {
+    pub fn enter(&self) -> Result<(), Error> {
+        if self.at.at_ceiling() {
+            return Err(Error::TooDeep);
+        }
         self.at.enter(true);
+        Ok(())
     }
 
     /// Leaves one level of a section entered with [`enter`](Self::enter).
@@ -458,6 +468,12 @@ impl<'d, const N: usize> At<'d, N> {
         online(self.word().load(Relaxed))
     }
 
+    /// Whether one more level would reach the sticky count, where neither lock nor
+    /// unlock moves the slot any more.
+    fn at_ceiling(&self) -> bool {
+        self.word().load(Relaxed) >= STICKY - ONE_LEVEL
+    }
+
     /// `Ok` if a blocking wait for a grace period of `domain` may run from here: the
     /// same domain, and not from inside a read section of it (which would wait for
     /// itself). The one place these checks live.
@@ -585,3 +601,49 @@ pub(crate) fn wait_through<const N: usize>(
 /// waiting reader's own section is reported in every build.
 pub const DETECTS_WAIT_IN_OTHER_SECTION: bool =
     cfg!(all(feature = "std", debug_assertions, not(loom)));
+
+#[cfg(all(test, not(loom)))]
+mod ceiling_tests {
+    use super::*;
+    use crate::rcu::encoding::entered;
+
+    /// A section entered without a guard stops one level short of the sticky count:
+    /// `enter` there is refused with `Error::TooDeep` and changes nothing, so as many
+    /// exits as successful enters end the section (a stuck slot would stall every grace
+    /// period of the domain for good).
+    #[test]
+    fn enter_at_the_ceiling_is_refused_and_exits_still_balance() {
+        let rcu: Rcu<1> = Rcu::with_dedicated(1);
+        // SAFETY: (test) this context is the slot's only user.
+        let me = unsafe { rcu.context_reader(0) };
+        me.enter().unwrap();
+        // As if entered (STICKY - 2 * ONE_LEVEL) / ONE_LEVEL times: one level short of
+        // the last one `enter` allows.
+        let depth = (STICKY - 2 * ONE_LEVEL) / ONE_LEVEL;
+        let v = entered(0) - ONE_LEVEL + depth * ONE_LEVEL;
+        rcu.slots[0].0.store(v, Relaxed);
+        me.enter().unwrap();
+        let top = rcu.slots[0].0.load(Relaxed);
+        assert_eq!(me.enter(), Err(Error::TooDeep));
+        assert_eq!(me.enter(), Err(Error::TooDeep));
+        assert_eq!(
+            rcu.slots[0].0.load(Relaxed),
+            top,
+            "a refused enter changed the slot"
+        );
+        // Each exit takes one level off, from the top as from anywhere (2^30 exits
+        // would be slow here; the arithmetic is the same at every depth).
+        // SAFETY: (test) nothing is read; each level left was entered here.
+        unsafe { me.exit() }.unwrap();
+        assert_eq!(rcu.slots[0].0.load(Relaxed), top - ONE_LEVEL);
+        rcu.slots[0].0.store(entered(0) + ONE_LEVEL, Relaxed); // two levels left
+        for _ in 0..2 {
+            assert!(me.in_read_section());
+            // SAFETY: (test) as above.
+            unsafe { me.exit() }.unwrap();
+        }
+        assert!(!me.in_read_section(), "the section outlived its exits");
+        // SAFETY: (test) as above.
+        assert_eq!(unsafe { me.exit() }, Err(Error::NotInSection));
+    }
+}

@@ -421,8 +421,8 @@ pub fn split_enter_and_exit_hold_grace_periods() {
     // SAFETY: (test) nothing is read in a section here.
     assert_eq!(unsafe { me.exit() }, Err(Error::NotInSection));
     assert!(!me.in_read_section());
-    me.enter();
-    me.enter();
+    me.enter().unwrap();
+    me.enter().unwrap();
     let cookie = RCU.start_poll();
     // SAFETY: (test) as above; the level left is one this code entered.
     unsafe { me.exit() }.unwrap();
