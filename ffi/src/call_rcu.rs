@@ -213,7 +213,10 @@ fn run(
 /// Waits for every callback of `d` queued before this call to have run
 /// (`rcu_barrier`), from the context that owns `slot` (not an interrupt handler),
 /// calling `hook` between attempts; runs them itself. Returns `RCUREF_OK` or an error
-/// of `rcuref_synchronize` (nothing has then been run by this call). Callbacks queued
+/// of `rcuref_synchronize`. A give-up (`RCUREF_EGAVEUP`) during the grace period runs
+/// nothing; one while another context is still running or queueing one of the
+/// callbacks waited for comes after this call may have run some of them (each still
+/// runs exactly once, by whichever context gets to it). Callbacks queued
 /// after it began may run in it too if their grace period has ended; it waits only for
 /// those queued before (numbered when queued, so one whose cookie has aged a whole lap
 /// of the grace-period counter is still waited for and run).

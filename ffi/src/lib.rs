@@ -6,6 +6,10 @@
 //!
 //! # What every function promises
 //!
+//! * Every `int32_t` result is a code (`RCUREF_OK`, or a negative `RCUREF_E*`), never a
+//!   yes or no; a yes or no is a `bool`, returned (false for a bad pointer) or written
+//!   through a `bool *` (false on any error), so no error reads as "yes".
+//! * A cookie names its domain; any other domain refuses it.
 //! * No panic crosses the boundary: every condition a caller can cause is a return code
 //!   (`RCUREF_E*`, negative), never undefined behaviour where a check is possible. A
 //!   null pointer, a domain that is not one of this library's, a slot out of range and
@@ -68,6 +72,27 @@ pub const RCUREF_EINSECTION: i32 = -5;
 pub const RCUREF_EFULL: i32 = -6;
 /// The wait hook gave up before the grace period ended.
 pub const RCUREF_EGAVEUP: i32 = -7;
+/// A read section nested as deep as its slot can count (about 2^30 levels): nothing
+/// entered, so balanced unlocks still end the section.
+pub const RCUREF_ETOODEEP: i32 = -8;
+/// The pool, or an object of the array, is in use: initialising it would free an
+/// object someone still holds. Nothing changed.
+pub const RCUREF_EBUSY: i32 = -9;
+
+/// Writes a yes/no answer to `*out` and returns `RCUREF_OK`; for an error, writes
+/// false (where `out` is not null) and returns the error. So a caller that forgets the
+/// return code reads "no", the answer that makes it do nothing.
+///
+/// # Safety
+/// `out` is null or writable.
+unsafe fn answer(out: *mut bool, r: Result<bool, i32>) -> i32 {
+    if out.is_null() {
+        return r.err().unwrap_or(RCUREF_EINVAL);
+    }
+    // SAFETY: `out` is writable (the caller's promise).
+    unsafe { out.write(r.unwrap_or(false)) };
+    r.err().unwrap_or(RCUREF_OK)
+}
 
 fn code(e: Error) -> i32 {
     match e {
@@ -76,6 +101,7 @@ fn code(e: Error) -> i32 {
         Error::Full => RCUREF_EFULL,
         Error::GaveUp => RCUREF_EGAVEUP,
         Error::NotInSection => RCUREF_ENOTLOCKED,
+        Error::TooDeep => RCUREF_ETOODEEP,
         _ => RCUREF_EINVAL,
     }
 }
@@ -138,7 +164,8 @@ unsafe fn fr64<'a>(r: *const rcuref_fileref64) -> Option<&'a FileRef64> {
 /// Sets the count to `refs` references (0: dead, every get fails; more than the maximum:
 /// saturated, never freed) with a release store. Call it last when (re)using an object,
 /// after every other field is written. Returns `RCUREF_OK` or `RCUREF_EINVAL` (null, or
-/// a pointer not aligned for a count: every count function checks both).
+/// a pointer not aligned for a count: every count function checks both; those that
+/// answer yes or no answer no for them).
 ///
 /// # Safety
 /// `r` is null or points to a count that only this API touches.
@@ -154,19 +181,16 @@ pub unsafe extern "C" fn rcuref_fileref32_init(r: *mut rcuref_fileref32, refs: u
     }
 }
 
-/// Tries to take a reference (one fully ordered add, no loop). Returns 1 if the caller
-/// now holds one (the count was live or saturated), 0 if the count is dead (the object
-/// must not be used), `RCUREF_EINVAL` for null.
+/// Tries to take a reference (one fully ordered add, no loop). Returns true if the
+/// caller now holds one (the count was live or saturated), false if the count is dead
+/// (the object must not be used) and for a null or misaligned pointer (nothing taken).
 ///
 /// # Safety
 /// As for `rcuref_fileref32_init`.
 #[no_mangle]
-pub unsafe extern "C" fn rcuref_fileref32_get(r: *const rcuref_fileref32) -> i32 {
+pub unsafe extern "C" fn rcuref_fileref32_get(r: *const rcuref_fileref32) -> bool {
     // SAFETY: the caller's promise (`fr32`).
-    match unsafe { fr32(r) } {
-        Some(c) => i32::from(c.get()),
-        None => RCUREF_EINVAL,
-    }
+    unsafe { fr32(r) }.is_some_and(|c| c.get())
 }
 
 /// Takes another reference when the caller already holds one (a relaxed add). Returns
@@ -186,19 +210,17 @@ pub unsafe extern "C" fn rcuref_fileref32_inc(r: *const rcuref_fileref32) -> i32
     }
 }
 
-/// Drops a reference. Returns 1 if it was the last one (the caller now destroys the
-/// object; every later get fails), 0 if not, `RCUREF_EINVAL` for null. A put on a dead
-/// count is ignored (and reported as a warning where the library logs).
+/// Drops a reference. Returns true if it was the last one (the caller now destroys the
+/// object; every later get fails), false if not and for a null or misaligned pointer
+/// (nothing dropped). A put on a dead count is ignored (and reported as a warning where
+/// the library logs).
 ///
 /// # Safety
 /// As for `rcuref_fileref32_init`, and the caller holds the reference it drops.
 #[no_mangle]
-pub unsafe extern "C" fn rcuref_fileref32_put(r: *const rcuref_fileref32) -> i32 {
+pub unsafe extern "C" fn rcuref_fileref32_put(r: *const rcuref_fileref32) -> bool {
     // SAFETY: the caller's promise (`fr32`).
-    match unsafe { fr32(r) } {
-        Some(c) => i32::from(c.put()),
-        None => RCUREF_EINVAL,
-    }
+    unsafe { fr32(r) }.is_some_and(|c| c.put())
 }
 
 /// Drops a reference that is the last one in the common case (closing a file): one
@@ -207,12 +229,9 @@ pub unsafe extern "C" fn rcuref_fileref32_put(r: *const rcuref_fileref32) -> i32
 /// # Safety
 /// As for `rcuref_fileref32_put`.
 #[no_mangle]
-pub unsafe extern "C" fn rcuref_fileref32_put_close(r: *const rcuref_fileref32) -> i32 {
+pub unsafe extern "C" fn rcuref_fileref32_put_close(r: *const rcuref_fileref32) -> bool {
     // SAFETY: the caller's promise (`fr32`).
-    match unsafe { fr32(r) } {
-        Some(c) => i32::from(c.put_close()),
-        None => RCUREF_EINVAL,
-    }
+    unsafe { fr32(r) }.is_some_and(|c| c.put_close())
 }
 
 /// The number of references held (a relaxed load, stale as soon as it is read: for
@@ -250,12 +269,9 @@ pub unsafe extern "C" fn rcuref_fileref64_init(r: *mut rcuref_fileref64, refs: u
 /// # Safety
 /// As for `rcuref_fileref32_get`.
 #[no_mangle]
-pub unsafe extern "C" fn rcuref_fileref64_get(r: *const rcuref_fileref64) -> i32 {
+pub unsafe extern "C" fn rcuref_fileref64_get(r: *const rcuref_fileref64) -> bool {
     // SAFETY: the caller's promise (`fr64`).
-    match unsafe { fr64(r) } {
-        Some(c) => i32::from(c.get()),
-        None => RCUREF_EINVAL,
-    }
+    unsafe { fr64(r) }.is_some_and(|c| c.get())
 }
 
 /// As `rcuref_fileref32_inc`, for a 64-bit count.
@@ -279,12 +295,9 @@ pub unsafe extern "C" fn rcuref_fileref64_inc(r: *const rcuref_fileref64) -> i32
 /// # Safety
 /// As for `rcuref_fileref32_put`.
 #[no_mangle]
-pub unsafe extern "C" fn rcuref_fileref64_put(r: *const rcuref_fileref64) -> i32 {
+pub unsafe extern "C" fn rcuref_fileref64_put(r: *const rcuref_fileref64) -> bool {
     // SAFETY: the caller's promise (`fr64`).
-    match unsafe { fr64(r) } {
-        Some(c) => i32::from(c.put()),
-        None => RCUREF_EINVAL,
-    }
+    unsafe { fr64(r) }.is_some_and(|c| c.put())
 }
 
 /// As `rcuref_fileref32_put_close`, for a 64-bit count.
@@ -292,12 +305,9 @@ pub unsafe extern "C" fn rcuref_fileref64_put(r: *const rcuref_fileref64) -> i32
 /// # Safety
 /// As for `rcuref_fileref32_put_close`.
 #[no_mangle]
-pub unsafe extern "C" fn rcuref_fileref64_put_close(r: *const rcuref_fileref64) -> i32 {
+pub unsafe extern "C" fn rcuref_fileref64_put_close(r: *const rcuref_fileref64) -> bool {
     // SAFETY: the caller's promise (`fr64`).
-    match unsafe { fr64(r) } {
-        Some(c) => i32::from(c.put_close()),
-        None => RCUREF_EINVAL,
-    }
+    unsafe { fr64(r) }.is_some_and(|c| c.put_close())
 }
 
 /// As `rcuref_fileref32_read`, for a 64-bit count.
@@ -364,14 +374,12 @@ pub extern "C" fn rcuref_rcu_slots(d: *const rcuref_rcu) -> u32 {
 
 /// Enters a read section on `slot` (or nests one level deeper; interrupt handlers of
 /// the slot's context may nest on it at any point). Returns `RCUREF_OK`,
-/// `RCUREF_EINVAL`, `RCUREF_EDOMAIN` or `RCUREF_ERANGE` (nothing entered).
+/// `RCUREF_EINVAL`, `RCUREF_EDOMAIN`, `RCUREF_ERANGE` or `RCUREF_ETOODEEP` (nested
+/// about 2^30 levels deep already); nothing is entered on an error.
 #[no_mangle]
 pub extern "C" fn rcuref_read_lock(d: *const rcuref_rcu, slot: u32) -> i32 {
-    match reader(d, slot) {
-        Ok(r) => {
-            r.enter();
-            RCUREF_OK
-        }
+    match reader(d, slot).and_then(|r| r.enter().map_err(code)) {
+        Ok(()) => RCUREF_OK,
         Err(e) => e,
     }
 }
@@ -394,13 +402,20 @@ pub unsafe extern "C" fn rcuref_read_unlock(d: *const rcuref_rcu, slot: u32) -> 
     }
 }
 
-/// 1 if `slot` is inside a read section, 0 if not, or an error of lock.
+/// Writes to `*inside` whether `slot` is inside a read section. Returns `RCUREF_OK`,
+/// `RCUREF_EINVAL` (also for a null `inside`), `RCUREF_EDOMAIN` or `RCUREF_ERANGE`
+/// (`*inside`, if not null, false).
+///
+/// # Safety
+/// `inside` is null or writable.
 #[no_mangle]
-pub extern "C" fn rcuref_in_read_section(d: *const rcuref_rcu, slot: u32) -> i32 {
-    match reader(d, slot) {
-        Ok(r) => i32::from(r.in_read_section()),
-        Err(e) => e,
-    }
+pub unsafe extern "C" fn rcuref_in_read_section(
+    d: *const rcuref_rcu,
+    slot: u32,
+    inside: *mut bool,
+) -> i32 {
+    // SAFETY: the caller's promise.
+    unsafe { answer(inside, reader(d, slot).map(|r| r.in_read_section())) }
 }
 
 /// Reads a published pointer inside a read section (`rcu_dereference`): an acquire
@@ -457,7 +472,8 @@ pub unsafe extern "C" fn rcuref_exchange_pointer(
 /// `ctx` and the attempts so far: return 0 to go on waiting (after yielding, sleeping,
 /// checking a deadline...), anything else to give up (`RCUREF_EGAVEUP`). A null hook
 /// spins until the grace period ends.
-pub type rcuref_wait_hook = Option<unsafe extern "C" fn(ctx: *mut c_void, attempts: u32) -> i32>;
+pub type rcuref_wait_hook =
+    Option<unsafe extern "C" fn(ctx: *mut c_void, attempts: u32) -> core::ffi::c_int>;
 
 /// The hook as the Rust wait loop wants it.
 ///
@@ -500,39 +516,87 @@ pub unsafe extern "C" fn rcuref_synchronize(
     }
 }
 
+/// A point in one domain's grace-period sequence (`rcuref_start_poll`), which only that
+/// domain answers: another domain refuses it with `RCUREF_EDOMAIN`, and a value that
+/// no `rcuref_start_poll` wrote (a zeroed one, say) with `RCUREF_EINVAL`. Copy it as a
+/// whole; its fields are private.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct rcuref_cookie {
+    state: u32,
+    domain: u32,
+}
+
+/// A cookie's `domain` word: `COOKIE_TAG` in the high half, the domain's index in the
+/// low half.
+const COOKIE_TAG: u32 = 0x7263_0000;
+
+/// The cookie's grace-period state, if it is one of domain `index`'s.
+fn cookie_of(c: rcuref_cookie, index: usize) -> Result<u32, i32> {
+    if c.domain & 0xFFFF_0000 != COOKIE_TAG {
+        Err(RCUREF_EINVAL)
+    } else if (c.domain & 0xFFFF) as usize != index {
+        Err(RCUREF_EDOMAIN)
+    } else {
+        Ok(c.state)
+    }
+}
+
+const _: () = assert!(
+    config::DOMAINS <= 0xFFFF,
+    "a cookie names its domain in 16 bits"
+);
+
 /// Starts a grace period without waiting (`start_poll_synchronize_rcu`): writes a
-/// cookie to `*cookie` that `rcuref_poll` answers done once every section running now
-/// has ended. Call it after unpublishing. Never blocks; safe in interrupt handlers.
-/// Returns `RCUREF_OK`, `RCUREF_EINVAL` or `RCUREF_EDOMAIN`.
+/// cookie to `*cookie` that `rcuref_poll` of the same domain answers done once every
+/// section running now has ended. Call it after unpublishing. Never blocks; safe in
+/// interrupt handlers. Returns `RCUREF_OK`, `RCUREF_EINVAL` or `RCUREF_EDOMAIN`.
 ///
 /// A cookie moved to another core must travel with release/acquire ordering (a lock,
 /// an atomic with those orderings), or it may be answered done too early.
 ///
 /// # Safety
-/// `cookie` is null or points to a writable `uint32_t`.
+/// `cookie` is null or points to a writable `rcuref_cookie`.
 #[no_mangle]
-pub unsafe extern "C" fn rcuref_start_poll(d: *const rcuref_rcu, cookie: *mut u32) -> i32 {
-    let rcu = match domain(d) {
-        Ok((_, r)) => r,
+pub unsafe extern "C" fn rcuref_start_poll(
+    d: *const rcuref_rcu,
+    cookie: *mut rcuref_cookie,
+) -> i32 {
+    let (index, rcu) = match domain(d) {
+        Ok(x) => x,
         Err(e) => return e,
     };
-    if cookie.is_null() {
+    if cookie.is_null() || !cookie.is_aligned() {
         return RCUREF_EINVAL;
     }
-    // SAFETY: the caller's promise: a writable u32.
-    unsafe { cookie.write(rcu.start_poll().into_raw()) };
+    let c = rcuref_cookie {
+        state: rcu.start_poll().into_raw(),
+        domain: COOKIE_TAG | index as u32,
+    };
+    // SAFETY: the caller's promise: a writable cookie (aligned: checked).
+    unsafe { cookie.write(c) };
     RCUREF_OK
 }
 
 /// Whether the cookie's grace period has ended (`poll_state_synchronize_rcu`, and it
-/// advances the grace period as far as readers allow): 1 done, 0 not yet, or
-/// `RCUREF_EINVAL`/`RCUREF_EDOMAIN`. Never blocks; safe in interrupt handlers.
+/// advances the grace period as far as readers allow): writes the answer to `*done`.
+/// Returns `RCUREF_OK`, `RCUREF_EINVAL` (a null domain or `done`, or not a cookie) or
+/// `RCUREF_EDOMAIN` (another domain's, or a foreign domain), with `*done` (if not null)
+/// false. Never blocks; safe in interrupt handlers.
+///
+/// # Safety
+/// `done` is null or writable.
 #[no_mangle]
-pub extern "C" fn rcuref_poll(d: *const rcuref_rcu, cookie: u32) -> i32 {
-    match domain(d) {
-        Ok((_, rcu)) => i32::from(rcu.cookie_from_raw(cookie).poll()),
-        Err(e) => e,
-    }
+pub unsafe extern "C" fn rcuref_poll(
+    d: *const rcuref_rcu,
+    cookie: rcuref_cookie,
+    done: *mut bool,
+) -> i32 {
+    let r = domain(d).and_then(|(index, rcu)| {
+        cookie_of(cookie, index).map(|state| rcu.cookie_from_raw(state).poll())
+    });
+    // SAFETY: the caller's promise.
+    unsafe { answer(done, r) }
 }
 
 pub use call_rcu::{

@@ -9,7 +9,9 @@
 //! is the count's `init(1)` (`Release`), after the fields; the last put destroys and
 //! then frees the claim flag (`Release`), which the next claim's swap acquires.
 
-use crate::{rcuref_fileref32, RCUREF_EDOMAIN, RCUREF_EFULL, RCUREF_EINVAL, RCUREF_OK};
+use crate::{
+    rcuref_fileref32, RCUREF_EBUSY, RCUREF_EDOMAIN, RCUREF_EFULL, RCUREF_EINVAL, RCUREF_OK,
+};
 use core::ffi::c_void;
 use portable_atomic::{AtomicPtr, AtomicU32, Ordering::*};
 use rcuref::file_ref::FileRef32;
@@ -24,15 +26,24 @@ pub struct rcuref_pool_node {
 
 // A node's `claimed` word: each move out of a state is one compare-exchange (or, for
 // the last put, the only context that can be there), so no two contexts act on one
-// object's life at once.
+// object's life at once. Each state carries `TAG` in its high half, so that `init` can
+// tell a node some pool has in use (claimed, live, dying) from memory no pool has
+// touched yet (zeroed or arbitrary: a false match is three values in 2^32, and costs
+// a refused init, never an object handed out twice).
+const TAG: u32 = 0x706e_0000;
 /// Free: `alloc` may claim it.
-const FREE: u32 = 0;
+const FREE: u32 = TAG;
 /// Claimed by `alloc`, fields being written; `publish` moves it on.
-const CLAIMED: u32 = 1;
+const CLAIMED: u32 = TAG | 1;
 /// Published: its count is live (until the last put).
-const LIVE: u32 = 2;
+const LIVE: u32 = TAG | 2;
 /// The last put is running `destroy`; freed after it.
-const DYING: u32 = 3;
+const DYING: u32 = TAG | 3;
+
+/// Whether a node's state word says some pool has the object in use.
+fn in_use(state: u32) -> bool {
+    matches!(state, CLAIMED | LIVE | DYING)
+}
 
 /// Called with an object whose last reference was just put, before the pool reuses it.
 pub type rcuref_pool_destroy = Option<unsafe extern "C" fn(obj: *mut c_void)>;
@@ -128,13 +139,19 @@ unsafe fn object<'a>(p: *const rcuref_pool, obj: *const c_void) -> Result<(&'a I
 /// Makes `p` a pool of the caller's `count` objects at `objects`, `stride` bytes apart,
 /// each embedding an `rcuref_pool_node` at `node_offset`; every object starts free.
 /// `destroy` (may be null) is called with an object after its last put, before it is
-/// reused. Returns `RCUREF_OK`, or `RCUREF_EINVAL` (a null pointer, `count` 0, a
-/// `stride` or `node_offset` that puts a node outside its object or misaligned).
+/// reused. Returns `RCUREF_OK`, `RCUREF_EINVAL` (a null pointer, `count` 0, a
+/// `stride` or `node_offset` that puts a node outside its object or misaligned), or
+/// `RCUREF_EBUSY`, changing nothing, when `p` is a pool with an object in use (claimed,
+/// published or being destroyed) or an object of `objects` is in use by a pool (this
+/// one or another over the same array): freeing it would hand out an object that
+/// someone still holds. A pool with no object in use may be initialised again.
 ///
 /// # Safety
-/// `p` points to writable pool storage that no other context uses during the call;
-/// `objects` to `count * stride` bytes that live as long as the pool and whose nodes
-/// are touched only by these functions from now on.
+/// `p` points to writable pool storage that is zeroed or holds a pool (initialised
+/// before, and whose array still lives), and that no other context uses during the
+/// call; `objects` to `count * stride` bytes that live as long as the pool, whose nodes
+/// are touched only by these functions from now on, and that no other context uses
+/// during the call.
 #[no_mangle]
 pub unsafe extern "C" fn rcuref_pool_init(
     p: *mut rcuref_pool,
@@ -174,6 +191,15 @@ pub unsafe extern "C" fn rcuref_pool_init(
         destroy,
         magic: MAGIC,
     };
+    // SAFETY: `p` is aligned (checked) and zeroed or a pool (the caller's promise).
+    if let Ok(old) = unsafe { self::pool(p) } {
+        if (0..old.count as usize).any(|i| in_use(old.node(i).1.load(Acquire))) {
+            return RCUREF_EBUSY;
+        }
+    }
+    if (0..count as usize).any(|i| in_use(pool.node(i).1.load(Acquire))) {
+        return RCUREF_EBUSY;
+    }
     for i in 0..count as usize {
         let n = (base + i * stride + node_offset) as *mut rcuref_pool_node;
         // SAFETY: inside the caller's array, aligned (checked above); nobody else uses
@@ -261,41 +287,59 @@ pub unsafe extern "C" fn rcuref_pool_publish(p: *const rcuref_pool, obj: *mut c_
 }
 
 /// Tries to take a reference to a pool object found through a published location
-/// (inside a read section): 1 taken (re-check that it is still the object you looked
-/// for, and put it if not), 0 (free or dying: not yours to use), or `RCUREF_EDOMAIN` /
-/// `RCUREF_EINVAL`.
+/// (inside a read section). Writes to `*taken` whether it took one (true: re-check
+/// that it is still the object you looked for, and put it if not; false: free or
+/// dying, not yours to use). Returns `RCUREF_OK`, or `RCUREF_EDOMAIN` / `RCUREF_EINVAL`
+/// with nothing taken and `*taken` (if not null) false.
 ///
 /// # Safety
-/// `p` is null or an initialised pool.
+/// `p` is null or an initialised pool; `taken` is null or writable.
 #[no_mangle]
-pub unsafe extern "C" fn rcuref_pool_get(p: *const rcuref_pool, obj: *const c_void) -> i32 {
+pub unsafe extern "C" fn rcuref_pool_get(
+    p: *const rcuref_pool,
+    obj: *const c_void,
+    taken: *mut bool,
+) -> i32 {
     // SAFETY: the caller's promise.
-    match unsafe { object(p, obj) } {
-        Ok((p, i)) => i32::from(p.node(i).0.get()),
-        Err(e) => e,
-    }
+    let r = match unsafe { object(p, obj) } {
+        Ok(_) if taken.is_null() => Err(RCUREF_EINVAL),
+        Ok((p, i)) => Ok(p.node(i).0.get()),
+        Err(e) => Err(e),
+    };
+    // SAFETY: `taken` is null or writable (the caller's promise).
+    unsafe { crate::answer(taken, r) }
 }
 
 /// Drops a reference. The last one calls the pool's `destroy` with the object and then
-/// frees it for reuse; returns 1 then, 0 otherwise, or `RCUREF_EDOMAIN` /
-/// `RCUREF_EINVAL`.
+/// frees it for reuse. Writes to `*last` (`last` may be null) whether it was the last.
+/// Returns `RCUREF_OK`, or `RCUREF_EDOMAIN` / `RCUREF_EINVAL` with nothing dropped.
 ///
 /// # Safety
-/// `p` is null or an initialised pool, and the caller holds the reference it drops.
+/// `p` is null or an initialised pool, the caller holds the reference it drops, and
+/// `last` is null or writable.
 #[no_mangle]
-pub unsafe extern "C" fn rcuref_pool_put(p: *const rcuref_pool, obj: *mut c_void) -> i32 {
+pub unsafe extern "C" fn rcuref_pool_put(
+    p: *const rcuref_pool,
+    obj: *mut c_void,
+    last: *mut bool,
+) -> i32 {
     // SAFETY: the caller's promise.
-    match unsafe { object(p, obj) } {
-        Ok((p, i)) => put(p, i, obj),
-        Err(e) => e,
+    let r = match unsafe { object(p, obj) } {
+        Ok((p, i)) => Ok(put(p, i, obj)),
+        Err(e) => Err(e),
+    };
+    if last.is_null() {
+        return r.err().unwrap_or(RCUREF_OK);
     }
+    // SAFETY: `last` is writable (the caller's promise).
+    unsafe { crate::answer(last, r) }
 }
 
-/// The put of object `i` (`obj`): 1 if it was the last.
-fn put(p: &Inner, i: usize, obj: *mut c_void) -> i32 {
+/// The put of object `i` (`obj`): whether it was the last.
+fn put(p: &Inner, i: usize, obj: *mut c_void) -> bool {
     let (count, claimed) = p.node(i);
     if !count.put() {
-        return 0;
+        return false;
     }
     // The last reference: nobody else can be here, and nothing may publish it again
     // while `destroy` runs.
@@ -308,7 +352,7 @@ fn put(p: &Inner, i: usize, obj: *mut c_void) -> i32 {
         unsafe { destroy(obj) };
     }
     claimed.store(FREE, Release);
-    1
+    true
 }
 
 /// Looks up the pool object published at `*location` and takes a reference to it

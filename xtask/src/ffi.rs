@@ -4,10 +4,12 @@
 //! 1. the committed header is what cbindgen makes of `ffi/src` now;
 //! 2. the static library builds for the host and every target of the matrix;
 //! 3. on the host, gcc builds the C suite against it and runs it: `api.c` (every
-//!    function, every error code), `torture.c` and `pool_torture.c` plain and under
+//!    function, every error code), `ceiling.c` (nesting to a slot's ceiling), `torture.c` and `pool_torture.c` plain and under
 //!    ThreadSanitizer, their broken variants (which must be caught), and docs/c-api.md's
 //!    example under
-//!    AddressSanitizer; the header also compiles as C++;
+//!    AddressSanitizer; the header also compiles as C++, alone and beside the standard
+//!    headers, and the example with -Werror for each embedded core (not with
+//!    `--host-only`);
 //! 4. a C firmware runs in QEMU through the runner, built with arm-none-eabi-gcc for a
 //!    Cortex-M4 and with riscv64-unknown-elf-gcc for a two-hart RV64 (`ffi/tests/
 //!    firmware*`), and its broken variant must be caught (skipped with `--host-only`).
@@ -164,6 +166,45 @@ const FIRMWARE: [Firmware; 2] = [
     },
 ];
 
+/// The embedded C compilers and flags of the matrix's cores, for compiling the C page's
+/// example (a `-Werror` build: `int32_t` is `long` on arm-none-eabi, so a hook type
+/// spelled with it rejects the page's `int` hook there).
+const EMBEDDED_CC: [(&str, &[&str]); 6] = [
+    ("arm-none-eabi-gcc", &["-mcpu=cortex-m0", "-mthumb"]),
+    ("arm-none-eabi-gcc", &["-mcpu=cortex-m3", "-mthumb"]),
+    (
+        "arm-none-eabi-gcc",
+        &[
+            "-mcpu=cortex-m4",
+            "-mthumb",
+            "-mfloat-abi=hard",
+            "-mfpu=fpv4-sp-d16",
+        ],
+    ),
+    (
+        "arm-none-eabi-gcc",
+        &[
+            "-mcpu=cortex-m33",
+            "-mthumb",
+            "-mfloat-abi=hard",
+            "-mfpu=fpv5-sp-d16",
+        ],
+    ),
+    (
+        "riscv64-unknown-elf-gcc",
+        &["--specs=picolibc.specs", "-march=rv32imac", "-mabi=ilp32"],
+    ),
+    (
+        "riscv64-unknown-elf-gcc",
+        &[
+            "--specs=picolibc.specs",
+            "-march=rv64gc",
+            "-mabi=lp64d",
+            "-mcmodel=medany",
+        ],
+    ),
+];
+
 /// The C firmware (`ffi/tests/firmware/firmware.c` with `fw`'s start-up), with
 /// `defines`.
 fn firmware(root: &Path, fw: &Firmware, out: &Path, defines: &[&str]) -> Result<(), String> {
@@ -267,6 +308,11 @@ pub fn check(targets: &[&str], host_only: bool) -> Result<(), String> {
         cc(&root, &["api.c"], &bin.join("api"), &["-O2"]).and_then(|_| exec(&bin.join("api"), &[])),
     );
     t.check(
+        "ceiling.c: a section nested to its slot's ceiling is refused, not stuck (2^30 locks)",
+        cc(&root, &["ceiling.c"], &bin.join("ceiling"), &["-O2"])
+            .and_then(|_| exec(&bin.join("ceiling"), &[])),
+    );
+    t.check(
         "torture.c: readers, references, synchronize and call_rcu (2 s)",
         cc(&root, &["torture.c"], &bin.join("torture"), &["-O2"])
             .and_then(|_| exec(&bin.join("torture"), &["2000"])),
@@ -349,21 +395,59 @@ pub fn check(targets: &[&str], host_only: bool) -> Result<(), String> {
             firmware(&root, fw, &broken, &["-DBROKEN"]).and_then(|_| in_qemu(fw.target, &broken)),
         );
     }
-    t.check("the header compiles as C++", {
-        let src = bin.join("header.cpp");
-        std::fs::write(
-            &src,
-            "#include \"rcuref.h\"\nint main() { return RCUREF_OK; }\n",
-        )
-        .map_err(|e| e.to_string())
-        .and_then(|_| {
-            run(Command::new("g++")
-                .args(["-std=c++17", "-Wall", "-Werror", "-fsyntax-only", "-I"])
-                .arg(root.join("ffi/include"))
-                .arg(&src))
-            .map(|_| ())
-        })
-    });
+    if !host_only {
+        for (cc, flags) in EMBEDDED_CC {
+            t.check(
+                &format!(
+                    "docs/c-api.md's example compiles with -Werror: {cc} {}",
+                    flags.join(" ")
+                ),
+                run(Command::new(cc)
+                    .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-O2", "-c"])
+                    .args(flags.iter())
+                    .arg("-I")
+                    .arg(root.join("ffi/include"))
+                    .arg(root.join("ffi/tests/c/example.c"))
+                    .arg("-o")
+                    .arg(bin.join("example-embedded.o")))
+                .map(|_| ()),
+            );
+        }
+    }
+    // As C++, alone and with the standard headers before and after it (a declaration
+    // of the C library's own functions in the header clashes with them).
+    for (name, prelude, postlude) in [
+        ("alone", "", ""),
+        (
+            "after the standard headers",
+            "#include <cstdlib>\n#include <cstdint>\n",
+            "",
+        ),
+        (
+            "before the standard headers",
+            "",
+            "#include <cstdlib>\n#include <cstdint>\n",
+        ),
+    ] {
+        t.check(&format!("the header compiles as C++ ({name})"), {
+            let src = bin.join("header.cpp");
+            std::fs::write(
+                &src,
+                format!(
+                    "{prelude}#include \"rcuref.h\"\n{postlude}\
+                     int main() {{ return RCUREF_OK; }}\n"
+                ),
+            )
+            .map_err(|e| e.to_string())
+            .and_then(|_| {
+                run(Command::new("g++")
+                    .args(["-std=c++17", "-Wall", "-Werror", "-fsyntax-only", "-I"])
+                    .arg(root.join("ffi/include"))
+                    .arg(&src))
+                .map(|_| ())
+            })
+        });
+    }
     println!(
         "test result: {}. {} passed; {} failed",
         if t.failed.is_empty() { "ok" } else { "FAILED" },

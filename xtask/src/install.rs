@@ -156,18 +156,26 @@ pub fn bench_tools() -> Result<(), String> {
 
 /// The C API's tests (`cargo xtask ffi`): gcc and g++ (Debian's gcc brings the
 /// ThreadSanitizer and AddressSanitizer runtimes), and with `firmware` Debian's
-/// arm-none-eabi-gcc and riscv64-unknown-elf-gcc (about 85 MB to download).
+/// arm-none-eabi-gcc, riscv64-unknown-elf-gcc and picolibc for it (about 90 MB to download).
+/// picolibc's specs for riscv64-unknown-elf-gcc (Debian's `picolibc-riscv64-unknown-elf`).
+pub const PICOLIBC_RISCV_SPECS: &str = "/usr/lib/picolibc/riscv64-unknown-elf/picolibc.specs";
+
 pub fn c_tools(firmware: bool) -> Result<(), String> {
     let mut tools = vec![("gcc", "gcc"), ("g++", "g++")];
     if firmware {
         tools.push(("arm-none-eabi-gcc", "gcc-arm-none-eabi"));
         tools.push(("riscv64-unknown-elf-gcc", "gcc-riscv64-unknown-elf"));
     }
-    let missing: Vec<&str> = tools
+    let mut missing: Vec<&str> = tools
         .into_iter()
         .filter(|(cmd, _)| !quiet_ok(cmd, &["--version"]))
         .map(|(_, pkg)| pkg)
         .collect();
+    // The RISC-V compiler has no C library of its own: the C page's example includes
+    // <stdlib.h> (built with picolibc's specs).
+    if firmware && !std::path::Path::new(PICOLIBC_RISCV_SPECS).exists() {
+        missing.push("picolibc-riscv64-unknown-elf");
+    }
     apt_install(&missing, "the C API's tests")
 }
 

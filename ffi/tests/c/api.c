@@ -50,23 +50,27 @@ int main(void)
 	rcuref_fileref32 r;
 	CHECK(rcuref_fileref32_init(&r, 1) == RCUREF_OK);
 	CHECK(rcuref_fileref32_read(&r) == 1);
-	CHECK(rcuref_fileref32_get(&r) == 1);
+	CHECK(rcuref_fileref32_get(&r) == true);
 	CHECK(rcuref_fileref32_inc(&r) == RCUREF_OK);
 	CHECK(rcuref_fileref32_read(&r) == 3);
-	CHECK(rcuref_fileref32_put(&r) == 0);
-	CHECK(rcuref_fileref32_put(&r) == 0);
-	CHECK(rcuref_fileref32_put(&r) == 1); /* the last */
-	CHECK(rcuref_fileref32_get(&r) == 0); /* dead: gets fail */
+	CHECK(rcuref_fileref32_put(&r) == false);
+	CHECK(rcuref_fileref32_put(&r) == false);
+	CHECK(rcuref_fileref32_put(&r) == true); /* the last */
+	CHECK(rcuref_fileref32_get(&r) == false); /* dead: gets fail */
 	CHECK(rcuref_fileref32_read(&r) == 0);
 	CHECK(rcuref_fileref32_init(&r, 1) == RCUREF_OK);
-	CHECK(rcuref_fileref32_put_close(&r) == 1);
+	CHECK(rcuref_fileref32_put_close(&r) == true);
 	CHECK(rcuref_fileref32_init(&r, 0) == RCUREF_OK);
-	CHECK(rcuref_fileref32_get(&r) == 0);
+	CHECK(rcuref_fileref32_get(&r) == false);
 	CHECK(rcuref_fileref32_init(NULL, 1) == RCUREF_EINVAL);
-	CHECK(rcuref_fileref32_get(NULL) == RCUREF_EINVAL);
+	/* A yes/no answers "no" for bad arguments: `if (get(...))` is never taken on one
+	 * (it used to return RCUREF_EINVAL, -1, which is true in C). */
+	CHECK(rcuref_fileref32_get(NULL) == false);
+	if (rcuref_fileref32_get(NULL))
+		CHECK(!"a bad argument read as a reference taken");
 	CHECK(rcuref_fileref32_inc(NULL) == RCUREF_EINVAL);
-	CHECK(rcuref_fileref32_put(NULL) == RCUREF_EINVAL);
-	CHECK(rcuref_fileref32_put_close(NULL) == RCUREF_EINVAL);
+	CHECK(rcuref_fileref32_put(NULL) == false);
+	CHECK(rcuref_fileref32_put_close(NULL) == false);
 	CHECK(rcuref_fileref32_read(NULL) == 0);
 	/* A misaligned pointer is refused like null (made from an integer: an
 	 * implementation-defined conversion, not a misaligned C access). */
@@ -74,19 +78,19 @@ int main(void)
 	rcuref_fileref32 *odd32 = (rcuref_fileref32 *)((uintptr_t)storage + 1);
 	rcuref_fileref64 *odd64 = (rcuref_fileref64 *)((uintptr_t)storage + 4);
 	CHECK(rcuref_fileref32_init(odd32, 1) == RCUREF_EINVAL);
-	CHECK(rcuref_fileref32_get(odd32) == RCUREF_EINVAL);
-	CHECK(rcuref_fileref64_put(odd64) == RCUREF_EINVAL);
+	CHECK(rcuref_fileref32_get(odd32) == false);
+	CHECK(rcuref_fileref64_put(odd64) == false);
 	CHECK(storage[0] == 0 && storage[1] == 0);
 
 	rcuref_fileref64 r64;
 	CHECK(rcuref_fileref64_init(&r64, 2) == RCUREF_OK);
-	CHECK(rcuref_fileref64_get(&r64) == 1);
+	CHECK(rcuref_fileref64_get(&r64) == true);
 	CHECK(rcuref_fileref64_read(&r64) == 3);
-	CHECK(rcuref_fileref64_put(&r64) == 0);
-	CHECK(rcuref_fileref64_put(&r64) == 0);
-	CHECK(rcuref_fileref64_put(&r64) == 1);
-	CHECK(rcuref_fileref64_get(&r64) == 0);
-	CHECK(rcuref_fileref64_get(NULL) == RCUREF_EINVAL);
+	CHECK(rcuref_fileref64_put(&r64) == false);
+	CHECK(rcuref_fileref64_put(&r64) == false);
+	CHECK(rcuref_fileref64_put(&r64) == true);
+	CHECK(rcuref_fileref64_get(&r64) == false);
+	CHECK(rcuref_fileref64_get(NULL) == false);
 
 	/* Domains. */
 	const rcuref_rcu *d = rcuref_rcu_domain(0);
@@ -101,20 +105,25 @@ int main(void)
 	CHECK(rcuref_rcu_slots(foreign) == 0);
 
 	/* Split lock and unlock, nesting, errors. */
-	CHECK(rcuref_in_read_section(d, 0) == 0);
+	bool inside = true;
+	CHECK(rcuref_in_read_section(d, 0, &inside) == RCUREF_OK && !inside);
 	CHECK(rcuref_read_lock(d, 0) == RCUREF_OK);
 	CHECK(rcuref_read_lock(d, 0) == RCUREF_OK); /* nested */
-	CHECK(rcuref_in_read_section(d, 0) == 1);
+	CHECK(rcuref_in_read_section(d, 0, &inside) == RCUREF_OK && inside);
 	CHECK(rcuref_read_unlock(d, 0) == RCUREF_OK);
-	CHECK(rcuref_in_read_section(d, 0) == 1);
+	CHECK(rcuref_in_read_section(d, 0, &inside) == RCUREF_OK && inside);
 	CHECK(rcuref_read_unlock(d, 0) == RCUREF_OK);
-	CHECK(rcuref_in_read_section(d, 0) == 0);
+	CHECK(rcuref_in_read_section(d, 0, &inside) == RCUREF_OK && !inside);
+	CHECK(rcuref_in_read_section(d, 0, NULL) == RCUREF_EINVAL);
 	CHECK(rcuref_read_unlock(d, 0) == RCUREF_ENOTLOCKED);
 	CHECK(rcuref_read_lock(NULL, 0) == RCUREF_EINVAL);
 	CHECK(rcuref_read_lock(foreign, 0) == RCUREF_EDOMAIN);
 	CHECK(rcuref_read_lock(d, slots) == RCUREF_ERANGE);
 	CHECK(rcuref_read_unlock(d, slots) == RCUREF_ERANGE);
-	CHECK(rcuref_in_read_section(d, slots) == RCUREF_ERANGE);
+	inside = true;
+	CHECK(rcuref_in_read_section(d, slots, &inside) == RCUREF_ERANGE && !inside);
+
+	/* Nesting to the slot's ceiling: ceiling.c (2^30 locks, seconds). */
 
 	/* Publishing. */
 	static int a = 1, b = 2;
@@ -139,17 +148,32 @@ int main(void)
 	uint32_t limit = 3;
 	/* Another slot waits for slot 0's section: its hook gives up. */
 	CHECK(rcuref_synchronize(d, 1, give_up_after, &limit) == RCUREF_EGAVEUP);
-	uint32_t cookie = 0;
+	rcuref_cookie cookie;
+	bool done = true;
 	CHECK(rcuref_start_poll(d, &cookie) == RCUREF_OK);
-	CHECK(rcuref_poll(d, cookie) == 0); /* slot 0 still reads */
+	CHECK(rcuref_poll(d, cookie, &done) == RCUREF_OK && !done); /* slot 0 still reads */
+	/* Another domain refuses the cookie (domain 1 has no reader inside: it used to
+	 * answer done while domain 0's reader was in its section). */
+	const rcuref_rcu *d1 = rcuref_rcu_domain(1);
+	done = true;
+	CHECK(rcuref_poll(d1, cookie, &done) == RCUREF_EDOMAIN && !done);
+	rcuref_cookie zeroed = {0};
+	CHECK(rcuref_poll(d, zeroed, &done) == RCUREF_EINVAL && !done);
+	CHECK(rcuref_poll(d, cookie, NULL) == RCUREF_EINVAL);
 	CHECK(rcuref_read_unlock(d, 0) == RCUREF_OK);
-	int done = 0;
+	done = false;
 	for (int i = 0; i < 10 && !done; i++)
-		done = rcuref_poll(d, cookie);
-	CHECK(done == 1);
+		CHECK(rcuref_poll(d, cookie, &done) == RCUREF_OK);
+	CHECK(done);
 	CHECK(rcuref_start_poll(d, NULL) == RCUREF_EINVAL);
 	CHECK(rcuref_start_poll(foreign, &cookie) == RCUREF_EDOMAIN);
-	CHECK(rcuref_poll(NULL, cookie) == RCUREF_EINVAL);
+	done = true;
+	CHECK(rcuref_poll(NULL, cookie, &done) == RCUREF_EINVAL && !done);
+	/* `if (rcuref_poll(...))` cannot be taken for "done": errors are codes, the answer
+	 * is in `done`, false on any error. */
+	done = true;
+	if (rcuref_poll(foreign, cookie, &done) == RCUREF_OK || done)
+		CHECK(!"a foreign domain's poll read as done");
 	CHECK(rcuref_synchronize(d, slots, NULL, NULL) == RCUREF_ERANGE);
 
 	/* call_rcu: bounded, run after a grace period, barrier. */
@@ -189,23 +213,37 @@ int main(void)
 			       offsetof(struct thing, node), 3, count_call_obj) == RCUREF_OK);
 	for (int i = 0; i < 3; i++) {
 		CHECK(rcuref_pool_alloc(&pool, &got) == RCUREF_OK);
-		CHECK(rcuref_pool_get(&pool, got) == 0); /* claimed, not published: dead */
+		bool taken = true;
+		CHECK(rcuref_pool_get(&pool, got, &taken) == RCUREF_OK && !taken); /* claimed: dead */
 		((struct thing *)got)->key = (uint32_t)i;
 		CHECK(rcuref_pool_publish(&pool, got) == RCUREF_OK);
 		CHECK(rcuref_pool_publish(&pool, got) == RCUREF_EINVAL); /* twice */
 	}
 	CHECK(rcuref_pool_alloc(&pool, &got) == RCUREF_EFULL);
-	CHECK(rcuref_pool_get(&pool, &things[0].key + 1) == RCUREF_EDOMAIN); /* inside one */
-	CHECK(rcuref_pool_get(&pool, &a) == RCUREF_EDOMAIN);                 /* elsewhere */
-	CHECK(rcuref_pool_put(&pool, &things[3]) == RCUREF_EDOMAIN);         /* past the end */
+	bool taken = true, last = true;
+	CHECK(rcuref_pool_get(&pool, &things[0].key + 1, &taken) == RCUREF_EDOMAIN); /* inside one */
+	CHECK(!taken);
+	CHECK(rcuref_pool_get(&pool, &a, &taken) == RCUREF_EDOMAIN); /* elsewhere */
+	CHECK(rcuref_pool_get(&pool, &things[0], NULL) == RCUREF_EINVAL);
+	CHECK(rcuref_pool_put(&pool, &things[3], &last) == RCUREF_EDOMAIN && !last); /* past the end */
+	/* Initialising a pool in use, or a second pool over its array, is refused and
+	 * changes nothing (it used to free every object: the next alloc handed out one
+	 * that was still held). */
+	CHECK(rcuref_pool_init(&pool, things, sizeof things[0], offsetof(struct thing, node), 3,
+			       count_call_obj) == RCUREF_EBUSY);
+	rcuref_pool second = {0};
+	CHECK(rcuref_pool_init(&second, things, sizeof things[0], offsetof(struct thing, node), 3,
+			       NULL) == RCUREF_EBUSY);
+	CHECK(rcuref_pool_alloc(&second, &got) == RCUREF_EINVAL); /* still not a pool */
+	CHECK(rcuref_pool_alloc(&pool, &got) == RCUREF_EFULL);    /* nothing was freed */
 	rcuref_assign_pointer(&loc, &things[1]);
 	void *found = NULL;
 	CHECK(rcuref_read_lock(d, 0) == RCUREF_OK);
 	CHECK(rcuref_pool_lookup(&pool, &loc, &found) == RCUREF_OK && found == &things[1]);
 	CHECK(rcuref_read_unlock(d, 0) == RCUREF_OK);
-	CHECK(rcuref_pool_put(&pool, found) == 0); /* the lookup's reference */
+	CHECK(rcuref_pool_put(&pool, found, &last) == RCUREF_OK && !last); /* the lookup's */
 	destroyed = 0;
-	CHECK(rcuref_pool_put(&pool, &things[1]) == 1); /* the last: destroyed, free */
+	CHECK(rcuref_pool_put(&pool, &things[1], &last) == RCUREF_OK && last); /* destroyed, free */
 	CHECK(destroyed == 1);
 	CHECK(rcuref_pool_lookup(&pool, &loc, &found) == RCUREF_OK && found == NULL); /* dying */
 	rcuref_assign_pointer(&loc, &a);
@@ -213,18 +251,25 @@ int main(void)
 	CHECK(rcuref_pool_lookup(&pool, NULL, &found) == RCUREF_EINVAL);
 	CHECK(rcuref_pool_alloc(&pool, &got) == RCUREF_OK && got == &things[1]); /* reused */
 	CHECK(rcuref_pool_publish(&pool, &things[0]) == RCUREF_EINVAL);           /* live */
+	/* Once every object is free again, the pool may be initialised anew. */
+	CHECK(rcuref_pool_publish(&pool, &things[1]) == RCUREF_OK);
+	for (int i = 0; i < 3; i++)
+		CHECK(rcuref_pool_put(&pool, &things[i], &last) == RCUREF_OK && last);
+	CHECK(rcuref_pool_init(&pool, things, sizeof things[0], offsetof(struct thing, node), 3,
+			       count_call_obj) == RCUREF_OK);
 
 	/* A destroy callback cannot revive its object. */
+	struct thing one[1];
 	rcuref_pool pool1 = {0};
 	republish_pool = &pool1;
-	CHECK(rcuref_pool_init(&pool1, things, sizeof things[0], offsetof(struct thing, node),
-			       1, republish) == RCUREF_OK);
+	CHECK(rcuref_pool_init(&pool1, one, sizeof one[0], offsetof(struct thing, node), 1,
+			       republish) == RCUREF_OK);
 	CHECK(rcuref_pool_alloc(&pool1, &got) == RCUREF_OK);
 	CHECK(rcuref_pool_publish(&pool1, got) == RCUREF_OK);
-	CHECK(rcuref_pool_put(&pool1, got) == 1);
+	CHECK(rcuref_pool_put(&pool1, got, NULL) == RCUREF_OK);
 	CHECK(republished == RCUREF_EINVAL);
 	CHECK(rcuref_pool_alloc(&pool1, &got) == RCUREF_OK);
-	CHECK(rcuref_pool_get(&pool1, got) == 0); /* claimed again, still dead */
+	CHECK(rcuref_pool_get(&pool1, got, &taken) == RCUREF_OK && !taken); /* still dead */
 	CHECK(rcuref_pool_publish(&pool1, got) == RCUREF_OK);
 
 	if (failures) {

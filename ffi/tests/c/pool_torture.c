@@ -53,14 +53,15 @@ static void destroy(void *p)
 static void put(struct obj *o)
 {
 	HB_RELEASE(o);
-	rcuref_pool_put(&pool, o);
+	rcuref_pool_put(&pool, o, NULL);
 }
 
 /* The control's lookup: get without the re-check. */
 static struct obj *lookup_without_recheck(int loc)
 {
 	struct obj *o = rcuref_dereference(&where[loc]);
-	if (o && rcuref_pool_get(&pool, o) == 1)
+	bool taken = false;
+	if (o && rcuref_pool_get(&pool, o, &taken) == RCUREF_OK && taken)
 		return o;
 	return NULL;
 }

@@ -71,7 +71,7 @@ static void obj_recycle(struct obj *o)
 static void obj_put(struct obj *o)
 {
 	HB_RELEASE(&o->ref);
-	if (rcuref_fileref32_put(&o->ref) == 1) {
+	if (rcuref_fileref32_put(&o->ref)) {
 		HB_ACQUIRE(&o->ref);
 		obj_recycle(o);
 	}
@@ -102,7 +102,7 @@ static void *reader(void *arg)
 		HB_ACQUIRE(&cur);
 		unsigned seq = o->seq;
 		check(o, seq);
-		int keep = (++n % 8 == 0) && rcuref_fileref32_get(&o->ref) == 1;
+		int keep = (++n % 8 == 0) && rcuref_fileref32_get(&o->ref);
 		for (volatile int spin = 0; spin < 50; spin++)
 			;
 		check(o, seq);
