@@ -293,7 +293,13 @@ mod tests {
             affinity_key(core(7, 6, 5, 4) | not_affinity),
             affinity_key(core(7, 6, 5, 4))
         );
-        assert_ne!(affinity_key(0), 0);
+        // No core's key is the free lock's 0 (whatever one field alone holds).
+        for field in 0..4 {
+            for v in 0..256u64 {
+                let f = |i| if i == field { v } else { 0 };
+                assert_ne!(affinity_key(core(f(3), f(2), f(1), f(0))), 0);
+            }
+        }
         assert_ne!(affinity_key(core(0xFF, 0xFF, 0xFF, 0xFF)), 0);
     }
 }
