@@ -232,6 +232,9 @@ fn test(args: &[String]) -> Result<(), String> {
         &[("CARGO_TARGET_DIR", "target/clippy")],
     );
     publishing_checks(&mut run, &msrv, !quick);
+    // Still serial by this flag, not by construction: the models select broken
+    // variants for the whole process (tests/common/loom.rs's must_catch) beside models
+    // of the real code, and do not hold an `Exclusive` (tests/common/exclusive.rs) yet.
     run.cargo(
         "host: loom models",
         Expect::Tests(LOOM_TESTS),
@@ -270,6 +273,8 @@ fn test(args: &[String]) -> Result<(), String> {
     run.cargo(
         "host: negative controls (broken variants must be caught)",
         Expect::Tests(HOST_NEGATIVE_CONTROLS),
+        // On cargo's parallel test threads: each harness of these binaries holds the
+        // binary's one `Exclusive` (tests/common/exclusive.rs) while it runs.
         &[
             "test",
             "--release",
@@ -281,7 +286,6 @@ fn test(args: &[String]) -> Result<(), String> {
             "torture_pool",
             "--",
             "negative_controls",
-            "--test-threads=1",
         ],
         &[
             ("RUSTFLAGS", "--cfg rcuref_mutants"),
@@ -292,6 +296,9 @@ fn test(args: &[String]) -> Result<(), String> {
         "host: preemption, interrupt and panic injection (threads stopped anywhere and at \
          exact points; a handler at every gap of the read side; every callback panicking)",
         Expect::Tests(INJECTION_TESTS),
+        // Still serial by this flag, not by construction: these select broken variants,
+        // install pause hooks, interrupt points and warning hooks and freeze threads
+        // with one signal, all for the whole process, without an `Exclusive` yet.
         &[
             "test",
             "--release",
@@ -314,6 +321,8 @@ fn test(args: &[String]) -> Result<(), String> {
         "host: asymmetric-fence mode (membarrier), its store-buffering torture, the heavy \
          fence's placement with two drivers, a panicking heavy fence, and the controls",
         Expect::Tests(ASYMMETRIC_TESTS),
+        // Still serial by this flag, as the injection step (the same process-wide
+        // variants and hooks), and the heavy-fence counts are the process's.
         &[
             "test",
             "--release",
