@@ -818,12 +818,14 @@ const INJECTION_TESTS: u64 = 34;
 /// asymmetric 10, heavy_fence_placement 16, panic_injection 18.
 const ASYMMETRIC_TESTS: u64 = 44;
 /// `cargo xtask ffi --host-only`'s checks: header, the C page's copy, the host library,
-/// the queue's white-box test, api.c, the two C tortures and their two controls, two
-/// under TSan, the example under ASan, the header as C++ (13), and a static library
-/// per embedded target (7).
-const FFI_CHECKS_HOST: u64 = 20;
-/// With QEMU: the C firmware and its broken control on each of its two targets.
-const FFI_CHECKS_QEMU: u64 = 4;
+/// the queue's white-box test (4), a static library per embedded target (7), api.c,
+/// ceiling.c, the two C tortures and their two controls, two under TSan, the example
+/// under ASan (9), the header as C++ alone and on either side of the standard headers
+/// (3).
+const FFI_CHECKS_HOST: u64 = 23;
+/// With QEMU: the C firmware and its broken control on each of its two targets (4), and
+/// the C page's example built with each of the six embedded C compilers' flags (6).
+const FFI_CHECKS_QEMU: u64 = 10;
 /// Miri over file_ref 11, torture_file_ref 4, warnings 2, rcu 37, torture_rcu 1, pool 7,
 /// torture_pool 1 (a debug build without mutants; the 2^32 pool test is ignored there).
 const MIRI_TESTS: u64 = 63;
