@@ -137,6 +137,25 @@ mod negative_controls {
         })
     }
 
+    /// A control whose run panics (a stall, a leak) must not leave its variant or its
+    /// delays to the next harness: the old controls reset them only on the way out of a
+    /// run that returned.
+    #[test]
+    fn a_panicking_control_leaves_the_real_code_selected() {
+        let r = std::panic::catch_unwind(|| {
+            let x = exclusive();
+            x.select(Mutant::NoRecheck);
+            x.set_read_delay(DELAY);
+            panic!("(expected) a control's run panicked");
+        });
+        assert!(r.is_err());
+        let _x = exclusive();
+        assert!(
+            rcuref::mutants::active(Mutant::None),
+            "a panicked control left its variant selected"
+        );
+    }
+
     #[test]
     fn real_pool_passes_with_injected_delays() {
         let x = exclusive();
