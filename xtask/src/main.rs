@@ -809,9 +809,9 @@ const HOST_TESTS: u64 = 124;
 const LOOM_TESTS: u64 = 58;
 /// tests/pool.rs in release: all 8 (the 2^32 one is ignored in debug builds only).
 const RELEASE_POOL_TESTS: u64 = 8;
-/// `negative_controls` of torture_file_ref 3, torture_rcu 1, torture_pool 3 (the real
-/// pool under injected delays, and two broken variants).
-const HOST_NEGATIVE_CONTROLS: u64 = 7;
+/// `negative_controls` of torture_file_ref 3, torture_rcu 1, torture_pool 4 (the real
+/// pool under injected delays, two broken variants, and a control that panics).
+const HOST_NEGATIVE_CONTROLS: u64 = 8;
 /// preemption 14, interrupts 4, panic_injection 16 (its two heavy-fence panics are the
 /// asymmetric build's).
 const INJECTION_TESTS: u64 = 34;
