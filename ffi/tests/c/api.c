@@ -3,18 +3,10 @@
  * every check passes, 1 (naming the check) otherwise.
  */
 #include "rcuref.h"
+#include "check.h"
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
-
-static int failures;
-#define CHECK(cond)                                                                  \
-	do {                                                                          \
-		if (!(cond)) {                                                        \
-			fprintf(stderr, "FAILED %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-			failures++;                                                   \
-		}                                                                     \
-	} while (0)
 
 static int calls;
 static void count_call(void *arg)

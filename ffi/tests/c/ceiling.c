@@ -6,16 +6,8 @@
  * domain.) Exits 0 when every check passes, 1 otherwise.
  */
 #include "rcuref.h"
+#include "check.h"
 #include <stdio.h>
-
-static int failures;
-#define CHECK(cond)                                                                  \
-	do {                                                                          \
-		if (!(cond)) {                                                        \
-			fprintf(stderr, "FAILED %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-			failures++;                                                   \
-		}                                                                     \
-	} while (0)
 
 int main(void)
 {
