@@ -149,6 +149,11 @@ mutants! {
     /// its fence) names a wait the counter has come back to, and that wait skips its
     /// fence under a reader.
     MarkKeptAcrossLaps,
+    /// RCU, asymmetric mode, **not a bug**: a driver that crossed into a half resets the
+    /// mark even when the counter has already left its snapshot (its exchange will
+    /// fail), wiping a mark of the new lap: a wait fenced twice. Only slower: the fence
+    /// count must see it.
+    LateReset,
     /// RCU, asymmetric mode: a driver leaves its heavy fence (returning or panicking)
     /// with `begun` still naming its wait, so a blocking waiter takes it for a fence
     /// under way and holds back for `PATIENCE` attempts for a fence nobody issues

@@ -74,10 +74,14 @@
 //!    would scan a reader whose announce is still in its store buffer with no fence
 //!    (a use after free found by review). Checked by the litmus test `asym-mark-a-lap-later` (a
 //!    stale mark and a late store against the reset, with the twin
-//!    `+no-reset`, `Mutant::MarkKeptAcrossLaps`), by the fence count of
-//!    `tests/heavy_fence_placement.rs` (`a_mark_from_the_last_lap_is_not_trusted`, on a
-//!    3-bit counter) and by the store-buffering torture of `tests/asymmetric.rs` on a
-//!    3-bit counter with readers that register per section.
+//!    `+no-reset`, `Mutant::MarkKeptAcrossLaps`), by fence counts on a 3-bit counter in
+//!    `tests/heavy_fence_placement.rs` (`a_mark_from_the_last_lap_is_not_trusted`,
+//!    `a_late_mark_is_not_trusted_a_lap_later`) and by the store-buffering torture of
+//!    `tests/asymmetric.rs` on a 3-bit counter with readers that register per section.
+//!    A driver that resets late (its step will fail: the counter has left its snapshot)
+//!    could wipe a mark of the new lap; it checks the counter first
+//!    (`a_late_stepper_does_not_wipe_the_new_laps_mark`, `Mutant::LateReset`), which
+//!    narrows that to a window costing at most one extra fence.
 //! 2. **`begun == g` is only a hint**: a driver stores its wait before its fence and,
 //!    returning or panicking, clears it if it still names that wait (`UnderWay`). A
 //!    blocking waiter that reads `begun == g` holds back (at most `PATIENCE` attempts)
@@ -258,15 +262,27 @@ impl Drop for UnderWay<'_> {
 /// left (`SeqCst`), which the lap guard's `SeqCst` load that read the count at zero
 /// acquired: those stores happen before this one and come before it in the mark's
 /// modification order (litmus: `asym-mark-a-lap-later`).
+///
+/// Not when the counter has already left `g`: this driver's exchange will fail, and
+/// whoever made the step did its own reset, while this one, late, could only wipe a
+/// mark of the new lap and cost its wait a second heavy fence (a driver stopped after
+/// its scan, found by review). The check leaves a window (a driver stopped between it
+/// and the store), which costs at most that one extra fence, never safety: a reset is
+/// always allowed.
 #[inline(always)]
 #[allow(unused_variables)]
 pub(crate) fn before_step<const N: usize>(rcu: &super::Rcu<N>, g: u32, next: u32) {
     #[cfg(all(rcuref_asymmetric_fence, not(loom)))]
-    if super::encoding::half(next) != super::encoding::half(g) && !mutant!(MarkKeptAcrossLaps) {
-        rcu.fences
-            .0
-            .returned
-            .store(NO_WAIT, crate::sync::Ordering::Relaxed);
+    {
+        use crate::sync::Ordering::Relaxed;
+        // Relaxed: a value other than `g` is newer (coherence with the snapshot `g`), so
+        // the exchange from `g` fails; `g` itself lets the reset go ahead, as before.
+        if super::encoding::half(next) != super::encoding::half(g)
+            && !mutant!(MarkKeptAcrossLaps)
+            && (rcu.gp.0.load(Relaxed) == g || mutant!(LateReset))
+        {
+            rcu.fences.0.returned.store(NO_WAIT, Relaxed);
+        }
     }
 }
 
