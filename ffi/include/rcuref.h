@@ -64,10 +64,22 @@
 #define RCUREF_ETOODEEP -8
 
 /**
- * The pool, or an object of the array, is in use: initialising it would free an
- * object someone still holds. Nothing changed.
+ * In use: the pool, or an object of the array (initialising it would free an object
+ * someone still holds), or a slot another owner has opened. Nothing changed.
  */
 #define RCUREF_EBUSY -9
+
+/**
+ * The context's owner is not the slot's: a context that its slot's owner did not open
+ * (or closed since). Nothing changed.
+ */
+#define RCUREF_ENOTOWNER -10
+
+/**
+ * A barrier from inside a callback its owner is running: it would wait for itself.
+ * Nothing waited.
+ */
+#define RCUREF_EINCALLBACK -11
 
 /**
  * An RCU domain (opaque): one of the library's, from `rcuref_rcu_domain`.
@@ -91,6 +103,24 @@ typedef struct rcuref_fileref32 {
 typedef struct rcuref_fileref64 {
   uint64_t raw;
 } rcuref_fileref64;
+
+/**
+ * A reader context: a slot of a domain, opened by one owner (`rcuref_ctx_open`). Every
+ * read-side and waiting call takes one, and refuses one whose owner is not the slot's
+ * (`RCUREF_ENOTOWNER`), so code cannot end another context's section by naming its
+ * slot. Its fields are private: copy it whole.
+ */
+typedef struct rcuref_ctx {
+  const struct rcuref_rcu *domain;
+  uint32_t slot;
+  size_t owner;
+} rcuref_ctx;
+
+/**
+ * A function that returns the calling context's context (a kernel's current CPU or
+ * task), for `rcuref_rcu_read_lock` and friends; null where it has none.
+ */
+typedef const struct rcuref_ctx *(*rcuref_current_context)(void);
 
 /**
  * A wait hook, called between attempts of a wait for a grace period with the caller's
@@ -252,6 +282,52 @@ bool rcuref_fileref64_put_close(const struct rcuref_fileref64 *r);
 uint64_t rcuref_fileref64_read(const struct rcuref_fileref64 *r);
 
 /**
+ * Opens slot `slot` of `d` for `owner` (any non-zero number that names the context: a
+ * task handle, a CPU number plus one, an interrupt level plus one) and writes its
+ * context to `*out`. Returns `RCUREF_OK` (also when `owner` already has it open),
+ * `RCUREF_EBUSY` (another owner has it open), `RCUREF_EINVAL` (a null `out`, owner
+ * 0), `RCUREF_EDOMAIN` or `RCUREF_ERANGE`. Never blocks.
+ *
+ * # Safety
+ * `out` is null or writable.
+ */
+int32_t rcuref_ctx_open(const struct rcuref_rcu *d, uint32_t slot, size_t owner, struct rcuref_ctx *out);
+
+/**
+ * Closes a context: its slot has no owner again (another may open it). Returns
+ * `RCUREF_OK`, `RCUREF_EINSECTION` (the slot is inside a section, or running
+ * callbacks: nothing changed), or an error of `context` (`RCUREF_ENOTOWNER` for one
+ * already closed).
+ *
+ * # Safety
+ * `ctx` is null or readable.
+ */
+int32_t rcuref_ctx_close(const struct rcuref_ctx *ctx);
+
+/**
+ * Registers the function that names the calling context's context (null: none), so
+ * that code can call `rcuref_rcu_read_lock()` and `rcuref_rcu_read_unlock()` without
+ * naming one, as Linux's `rcu_read_lock()`. The function must be callable from every
+ * context that calls those, interrupt handlers included (a per-CPU or per-task
+ * pointer), and return a context only that context uses.
+ */
+void rcuref_set_current_context(rcuref_current_context f);
+
+/**
+ * `rcuref_read_lock` of the current context (`rcuref_set_current_context`):
+ * `RCUREF_EINVAL` when no function is registered or it names none.
+ */
+int32_t rcuref_rcu_read_lock(void);
+
+/**
+ * `rcuref_read_unlock` of the current context.
+ *
+ * # Safety
+ * As `rcuref_read_unlock`'s.
+ */
+int32_t rcuref_rcu_read_unlock(void);
+
+/**
  * Domain `index` (below `RCUREF_FFI_DOMAINS`, 2 by default), or null.
  */
 const struct rcuref_rcu *rcuref_rcu_domain(uint32_t index);
@@ -263,32 +339,37 @@ const struct rcuref_rcu *rcuref_rcu_domain(uint32_t index);
 uint32_t rcuref_rcu_slots(const struct rcuref_rcu *d);
 
 /**
- * Enters a read section on `slot` (or nests one level deeper; interrupt handlers of
- * the slot's context may nest on it at any point). Returns `RCUREF_OK`,
- * `RCUREF_EINVAL`, `RCUREF_EDOMAIN`, `RCUREF_ERANGE` or `RCUREF_ETOODEEP` (nested
- * about 2^30 levels deep already); nothing is entered on an error.
- */
-int32_t rcuref_read_lock(const struct rcuref_rcu *d, uint32_t slot);
-
-/**
- * Leaves one level of the read section on `slot`. Returns `RCUREF_OK`,
- * `RCUREF_ENOTLOCKED` (no section: nothing changed) or the errors of lock.
+ * Enters a read section on the context's slot (or nests one level deeper; interrupt
+ * handlers of the slot's context may nest on it at any point). Returns `RCUREF_OK`,
+ * an error of the context (`RCUREF_EINVAL`, `RCUREF_EDOMAIN`, `RCUREF_ERANGE`,
+ * `RCUREF_ENOTOWNER`) or `RCUREF_ETOODEEP` (nested about 2^30 levels deep already);
+ * nothing is entered on an error.
  *
  * # Safety
- * Nothing read inside the level being left is used after this call, and the level is
- * one this code (not the code an interrupt handler interrupted) entered.
+ * `ctx` is null or readable.
  */
-int32_t rcuref_read_unlock(const struct rcuref_rcu *d, uint32_t slot);
+int32_t rcuref_read_lock(const struct rcuref_ctx *ctx);
 
 /**
- * Writes to `*inside` whether `slot` is inside a read section. Returns `RCUREF_OK`,
- * `RCUREF_EINVAL` (also for a null `inside`), `RCUREF_EDOMAIN` or `RCUREF_ERANGE`
+ * Leaves one level of the read section on the context's slot. Returns `RCUREF_OK`,
+ * `RCUREF_ENOTLOCKED` (no section: nothing changed) or an error of the context.
+ *
+ * # Safety
+ * `ctx` is null or readable; nothing read inside the level being left is used after
+ * this call, and the level is one this code (not the code an interrupt handler
+ * interrupted) entered.
+ */
+int32_t rcuref_read_unlock(const struct rcuref_ctx *ctx);
+
+/**
+ * Writes to `*inside` whether the context's slot is inside a read section. Returns
+ * `RCUREF_OK`, `RCUREF_EINVAL` (also for a null `inside`) or an error of the context
  * (`*inside`, if not null, false).
  *
  * # Safety
- * `inside` is null or writable.
+ * `ctx` is null or readable; `inside` is null or writable.
  */
-int32_t rcuref_in_read_section(const struct rcuref_rcu *d, uint32_t slot, bool *inside);
+int32_t rcuref_in_read_section(const struct rcuref_ctx *ctx, bool *inside);
 
 /**
  * Reads a published pointer inside a read section (`rcu_dereference`): an acquire
@@ -322,16 +403,18 @@ int32_t rcuref_assign_pointer(void **p, void *v);
 void *rcuref_exchange_pointer(void **p, void *v);
 
 /**
- * Waits until every read section of `d` that was running when it was called has
- * ended (`synchronize_rcu`), from the context that owns `slot`, calling `hook`
- * between attempts. Never from an interrupt handler. Returns `RCUREF_OK`,
- * `RCUREF_EINSECTION` (the slot is inside a section: it would wait for itself),
- * `RCUREF_EGAVEUP`, or an error of lock.
+ * Waits until every read section of the context's domain that was running when it
+ * was called has ended (`synchronize_rcu`), from that context, calling `hook` with
+ * `hook_ctx` between attempts. Never from an interrupt handler. Returns `RCUREF_OK`,
+ * `RCUREF_EINSECTION` (a slot of the domain that the context's owner has open is
+ * inside a section: it would wait for itself), `RCUREF_EGAVEUP`, or an error of the
+ * context.
  *
  * # Safety
- * `hook` is null or a function that may be called with `ctx` from this context.
+ * `ctx` is null or readable; `hook` is null or a function that may be called with
+ * `hook_ctx` from this context.
  */
-int32_t rcuref_synchronize(const struct rcuref_rcu *d, uint32_t slot, rcuref_wait_hook hook, void *ctx);
+int32_t rcuref_synchronize(const struct rcuref_ctx *ctx, rcuref_wait_hook hook, void *hook_ctx);
 
 /**
  * Starts a grace period without waiting (`start_poll_synchronize_rcu`): writes a
@@ -374,18 +457,24 @@ int32_t rcuref_poll(const struct rcuref_rcu *d, struct rcuref_cookie cookie, boo
 int32_t rcuref_call_rcu(const struct rcuref_rcu *d, rcuref_callback func, void *arg);
 
 /**
- * Runs every queued callback of `d` whose grace period has ended, in the calling
- * context, and returns how many ran (or `RCUREF_EINVAL`/`RCUREF_EDOMAIN`). Never
- * blocks (it may advance the grace period, as `rcuref_poll` does); any number of
- * contexts may run the queue at once, each callback runs exactly once. Call it from a
- * kernel thread, a timer, the idle loop, or an interrupt handler if the callbacks are
- * safe there.
+ * Runs every queued callback of the context's domain whose grace period has ended, in
+ * the calling context (the one `ctx` names), and returns how many ran (or an error of
+ * the context). Never blocks (it may advance the grace period, as `rcuref_poll`
+ * does); any number of contexts may run the queue at once, each callback runs exactly
+ * once. Call it from a kernel thread, a timer, the idle loop, or an interrupt handler
+ * if the callbacks are safe there. While it runs callbacks, a barrier of the same
+ * owner (from a callback) is refused with `RCUREF_EINCALLBACK`: it would wait for
+ * itself.
+ *
+ * # Safety
+ * `ctx` is null or readable.
  */
-int32_t rcuref_call_rcu_run(const struct rcuref_rcu *d);
+int32_t rcuref_call_rcu_run(const struct rcuref_ctx *ctx);
 
 /**
- * Waits for every callback of `d` queued before this call to have run
- * (`rcu_barrier`), from the context that owns `slot` (not an interrupt handler),
+ * Waits for every callback of the context's domain queued before this call to have
+ * run (`rcu_barrier`), from that context (not an interrupt handler, not a callback:
+ * `RCUREF_EINCALLBACK` while its owner runs callbacks),
  * calling `hook` between attempts; runs them itself. Returns `RCUREF_OK` or an error
  * of `rcuref_synchronize`. A give-up (`RCUREF_EGAVEUP`) during the grace period runs
  * nothing; one while another context is still running or queueing one of the
@@ -398,7 +487,7 @@ int32_t rcuref_call_rcu_run(const struct rcuref_rcu *d);
  * # Safety
  * As `rcuref_synchronize`'s.
  */
-int32_t rcuref_rcu_barrier(const struct rcuref_rcu *d, uint32_t slot, rcuref_wait_hook hook, void *ctx);
+int32_t rcuref_rcu_barrier(const struct rcuref_ctx *ctx, rcuref_wait_hook hook, void *hook_ctx);
 
 /**
  * How many places of `d`'s queue hold a callback (queued, running, or being queued),

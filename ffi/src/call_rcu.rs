@@ -11,8 +11,8 @@
 //! state's release and acquire.
 
 use crate::{
-    code, domain, hook_fn, rcuref_rcu, rcuref_wait_hook, reader, RCUREF_EFULL, RCUREF_EINVAL,
-    RCUREF_OK,
+    code, context, domain, hook_fn, rcuref_ctx, rcuref_rcu, rcuref_wait_hook, Ctx, RCUREF_EFULL,
+    RCUREF_EINVAL, RCUREF_OK, RUNNING_CALLBACKS,
 };
 use core::ffi::c_void;
 use portable_atomic::{AtomicPtr, AtomicU32, AtomicU8, AtomicUsize, Ordering::*};
@@ -121,17 +121,44 @@ pub unsafe extern "C" fn rcuref_call_rcu(
     RCUREF_EFULL
 }
 
-/// Runs every queued callback of `d` whose grace period has ended, in the calling
-/// context, and returns how many ran (or `RCUREF_EINVAL`/`RCUREF_EDOMAIN`). Never
-/// blocks (it may advance the grace period, as `rcuref_poll` does); any number of
-/// contexts may run the queue at once, each callback runs exactly once. Call it from a
-/// kernel thread, a timer, the idle loop, or an interrupt handler if the callbacks are
-/// safe there.
+/// Runs every queued callback of the context's domain whose grace period has ended, in
+/// the calling context (the one `ctx` names), and returns how many ran (or an error of
+/// the context). Never blocks (it may advance the grace period, as `rcuref_poll`
+/// does); any number of contexts may run the queue at once, each callback runs exactly
+/// once. Call it from a kernel thread, a timer, the idle loop, or an interrupt handler
+/// if the callbacks are safe there. While it runs callbacks, a barrier of the same
+/// owner (from a callback) is refused with `RCUREF_EINCALLBACK`: it would wait for
+/// itself.
+///
+/// # Safety
+/// `ctx` is null or readable.
 #[no_mangle]
-pub extern "C" fn rcuref_call_rcu_run(d: *const rcuref_rcu) -> i32 {
-    match domain(d) {
-        Ok((i, rcu)) => run(i, rcu, None).0 as i32,
+pub unsafe extern "C" fn rcuref_call_rcu_run(ctx: *const rcuref_ctx) -> i32 {
+    // SAFETY: the caller's promise.
+    match unsafe { context(ctx) } {
+        Ok(c) => {
+            let _running = Running::new(&c);
+            run(c.index, c.rcu, None).0 as i32
+        }
         Err(e) => e,
+    }
+}
+
+/// A context running callbacks: counted in `RUNNING_CALLBACKS` while it lives (a callback that
+/// unwinds out, with a panic-unwinding build, still uncounts it).
+struct Running(&'static AtomicU32);
+
+impl Running {
+    fn new(c: &Ctx) -> Self {
+        let r = &RUNNING_CALLBACKS[c.index][c.slot];
+        r.fetch_add(1, Relaxed);
+        Running(r)
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Relaxed);
     }
 }
 
@@ -210,8 +237,9 @@ fn run(
     (ran, left)
 }
 
-/// Waits for every callback of `d` queued before this call to have run
-/// (`rcu_barrier`), from the context that owns `slot` (not an interrupt handler),
+/// Waits for every callback of the context's domain queued before this call to have
+/// run (`rcu_barrier`), from that context (not an interrupt handler, not a callback:
+/// `RCUREF_EINCALLBACK` while its owner runs callbacks),
 /// calling `hook` between attempts; runs them itself. Returns `RCUREF_OK` or an error
 /// of `rcuref_synchronize`. A give-up (`RCUREF_EGAVEUP`) during the grace period runs
 /// nothing; one while another context is still running or queueing one of the
@@ -225,26 +253,29 @@ fn run(
 /// As `rcuref_synchronize`'s.
 #[no_mangle]
 pub unsafe extern "C" fn rcuref_rcu_barrier(
-    d: *const rcuref_rcu,
-    slot: u32,
+    ctx: *const rcuref_ctx,
     hook: rcuref_wait_hook,
-    ctx: *mut c_void,
+    hook_ctx: *mut c_void,
 ) -> i32 {
-    let r = match reader(d, slot) {
-        Ok(r) => r,
+    // SAFETY: the caller's promise.
+    let c = match unsafe { context(ctx) } {
+        Ok(c) => c,
         Err(e) => return e,
     };
-    let (i, rcu) = match domain(d) {
-        Ok(x) => x,
-        Err(e) => return e,
-    };
+    if c.owner_in_callbacks() {
+        return crate::RCUREF_EINCALLBACK;
+    }
+    if c.owner_in_section() {
+        return crate::RCUREF_EINSECTION;
+    }
+    let (i, rcu, r) = (c.index, c.rcu, c.reader());
     // The callbacks to wait for: those queued before now (`seq` before `limit`; a call
     // that returned before this one took its number first). Each was queued before the
     // grace period waited for below began, so once it has ended they are all due,
     // whatever their cookies say (a cookie can look young again after a whole lap).
     let limit = QUEUES[i].queued.load(Acquire);
     // SAFETY: this function's caller promised `hook_fn`'s condition.
-    if let Err(e) = r.synchronize(unsafe { hook_fn(hook, ctx) }) {
+    if let Err(e) = r.synchronize(unsafe { hook_fn(hook, hook_ctx) }) {
         return code(e);
     }
     let mut attempts = 0u32;
@@ -256,7 +287,7 @@ pub unsafe extern "C" fn rcuref_rcu_barrier(
         attempts = attempts.saturating_add(1);
         match hook {
             // SAFETY: this function's caller promised `hook_fn`'s condition.
-            Some(h) if unsafe { h(ctx, attempts) } != 0 => return crate::RCUREF_EGAVEUP,
+            Some(h) if unsafe { h(hook_ctx, attempts) } != 0 => return crate::RCUREF_EGAVEUP,
             Some(_) => {}
             None => core::hint::spin_loop(),
         }
@@ -290,7 +321,7 @@ pub extern "C" fn rcuref_call_rcu_capacity(d: *const rcuref_rcu) -> u32 {
 #[cfg(all(test, rcuref_mutants))]
 mod tests {
     use super::*;
-    use crate::{rcuref_rcu_domain, rcuref_read_lock, rcuref_read_unlock, RCU};
+    use crate::{rcuref_ctx_open, rcuref_rcu_domain, rcuref_read_lock, rcuref_read_unlock, RCU};
     use core::sync::atomic::AtomicUsize as StdAtomicUsize;
 
     static RAN: StdAtomicUsize = StdAtomicUsize::new(0);
@@ -308,11 +339,14 @@ mod tests {
         rcuref::mutants::set_gp_bits(4);
         let d = rcuref_rcu_domain(1);
         let rcu = &RCU[1];
+        let mut me = core::mem::MaybeUninit::<rcuref_ctx>::uninit();
+        // SAFETY: (test) `me` is writable.
+        assert_eq!(unsafe { rcuref_ctx_open(d, 3, 1, me.as_mut_ptr()) }, 0);
+        // SAFETY: (test) written by the open above.
+        let me = unsafe { me.assume_init() };
         // SAFETY: (test) `count` may run with a null argument at any time.
-        assert_eq!(
-            unsafe { rcuref_call_rcu(d, Some(count), core::ptr::null_mut()) },
-            0
-        );
+        let queued = unsafe { rcuref_call_rcu(d, Some(count), core::ptr::null_mut()) };
+        assert_eq!(queued, 0);
         let target = QUEUES[1]
             .places
             .iter()
@@ -332,7 +366,8 @@ mod tests {
             "the cookie did not age"
         );
         // A reader in a section: nothing can advance the counter now.
-        assert_eq!(rcuref_read_lock(d, 3), 0);
+        // SAFETY: (test) `me` is a context this test opened.
+        assert_eq!(unsafe { rcuref_read_lock(&me) }, 0);
         assert_eq!(
             run(1, rcu, None),
             (0, 1),
@@ -346,7 +381,7 @@ mod tests {
         );
         assert_eq!(RAN.load(Relaxed), 1);
         // SAFETY: (test) nothing was read in the section.
-        assert_eq!(unsafe { rcuref_read_unlock(d, 3) }, 0);
+        assert_eq!(unsafe { rcuref_read_unlock(&me) }, 0);
         rcuref::mutants::set_gp_bits(32);
     }
 }

@@ -38,7 +38,7 @@
 
 use core::ffi::c_void;
 use core::ops::ControlFlow;
-use portable_atomic::{AtomicPtr, Ordering};
+use portable_atomic::{AtomicPtr, AtomicU32, AtomicUsize, Ordering, Ordering::Relaxed};
 use rcuref::file_ref::{FileRef32, FileRef64};
 use rcuref::rcu::{ContextReader, Rcu, Waiting};
 use rcuref::Error;
@@ -75,9 +75,15 @@ pub const RCUREF_EGAVEUP: i32 = -7;
 /// A read section nested as deep as its slot can count (about 2^30 levels): nothing
 /// entered, so balanced unlocks still end the section.
 pub const RCUREF_ETOODEEP: i32 = -8;
-/// The pool, or an object of the array, is in use: initialising it would free an
-/// object someone still holds. Nothing changed.
+/// In use: the pool, or an object of the array (initialising it would free an object
+/// someone still holds), or a slot another owner has opened. Nothing changed.
 pub const RCUREF_EBUSY: i32 = -9;
+/// The context's owner is not the slot's: a context that its slot's owner did not open
+/// (or closed since). Nothing changed.
+pub const RCUREF_ENOTOWNER: i32 = -10;
+/// A barrier from inside a callback its owner is running: it would wait for itself.
+/// Nothing waited.
+pub const RCUREF_EINCALLBACK: i32 = -11;
 
 /// Writes a yes/no answer to `*out` and returns `RCUREF_OK`; for an error, writes
 /// false (where `out` is not null) and returns the error. So a caller that forgets the
@@ -345,17 +351,211 @@ fn domain(d: *const rcuref_rcu) -> Result<(usize, &'static Rcu<SLOTS>), i32> {
         .ok_or(RCUREF_EDOMAIN)
 }
 
-/// The reader of slot `slot` of `d`.
-fn reader(d: *const rcuref_rcu, slot: u32) -> Result<ContextReader<'static, SLOTS>, i32> {
-    let (_, rcu) = domain(d)?;
-    let slot = slot as usize;
+/// A reader context: a slot of a domain, opened by one owner (`rcuref_ctx_open`). Every
+/// read-side and waiting call takes one, and refuses one whose owner is not the slot's
+/// (`RCUREF_ENOTOWNER`), so code cannot end another context's section by naming its
+/// slot. Its fields are private: copy it whole.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct rcuref_ctx {
+    domain: *const rcuref_rcu,
+    slot: u32,
+    owner: usize,
+}
+
+/// Each slot's owner (0: none), by domain.
+static OWNERS: [[AtomicUsize; SLOTS]; config::DOMAINS] =
+    [const { [const { AtomicUsize::new(0) }; SLOTS] }; config::DOMAINS];
+
+/// How many `rcuref_call_rcu_run` calls through each slot are running callbacks now.
+pub(crate) static RUNNING_CALLBACKS: [[AtomicU32; SLOTS]; config::DOMAINS] =
+    [const { [const { AtomicU32::new(0) }; SLOTS] }; config::DOMAINS];
+
+/// A checked context.
+#[derive(Clone, Copy)]
+pub(crate) struct Ctx {
+    pub(crate) index: usize,
+    pub(crate) rcu: &'static Rcu<SLOTS>,
+    pub(crate) slot: usize,
+    pub(crate) owner: usize,
+}
+
+impl Ctx {
+    /// The slot's reader.
+    pub(crate) fn reader(&self) -> ContextReader<'static, SLOTS> {
+        // SAFETY: every slot is dedicated (`RCU`), and the C caller promised (the module
+        // docs) that a slot is used only by its owner's context and the interrupt
+        // handlers that preempt it: `context_reader`'s contract. The owner check
+        // (`context`) refuses a context its slot's owner did not open.
+        unsafe { self.rcu.context_reader(self.slot) }
+    }
+
+    /// The slots of this domain that this context's owner has open.
+    fn owners_slots(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..SLOTS).filter(|&s| OWNERS[self.index][s].load(Relaxed) == self.owner)
+    }
+
+    /// Whether any slot of this domain that the owner has open is inside a section.
+    pub(crate) fn owner_in_section(&self) -> bool {
+        self.owners_slots().any(|s| {
+            // SAFETY: only its slot word is read (`in_read_section`, a relaxed load):
+            // nothing enters or leaves a section through this reader.
+            unsafe { self.rcu.context_reader(s) }.in_read_section()
+        })
+    }
+
+    /// Whether a slot of this domain that the owner has open is running callbacks.
+    pub(crate) fn owner_in_callbacks(&self) -> bool {
+        self.owners_slots()
+            .any(|s| RUNNING_CALLBACKS[self.index][s].load(Relaxed) > 0)
+    }
+}
+
+/// The context behind `c`: `RCUREF_EINVAL` (null, misaligned, or no owner),
+/// `RCUREF_EDOMAIN`, `RCUREF_ERANGE`, or `RCUREF_ENOTOWNER`.
+///
+/// # Safety
+/// `c` is null or points to a readable `rcuref_ctx`.
+pub(crate) unsafe fn context(c: *const rcuref_ctx) -> Result<Ctx, i32> {
+    if c.is_null() || !c.is_aligned() {
+        return Err(RCUREF_EINVAL);
+    }
+    // SAFETY: the caller's promise: a readable context (aligned: checked).
+    let c = unsafe { c.read() };
+    let (index, rcu) = domain(c.domain)?;
+    let slot = c.slot as usize;
     if slot >= SLOTS {
         return Err(RCUREF_ERANGE);
     }
-    // SAFETY: every slot is dedicated (`RCU`), and the C caller promised (the
-    // module docs) that a slot is used only by one context and the interrupt handlers
-    // that preempt it: `context_reader`'s contract.
-    Ok(unsafe { rcu.context_reader(slot) })
+    if c.owner == 0 {
+        return Err(RCUREF_EINVAL);
+    }
+    if OWNERS[index][slot].load(Relaxed) != c.owner {
+        return Err(RCUREF_ENOTOWNER);
+    }
+    Ok(Ctx {
+        index,
+        rcu,
+        slot,
+        owner: c.owner,
+    })
+}
+
+/// Opens slot `slot` of `d` for `owner` (any non-zero number that names the context: a
+/// task handle, a CPU number plus one, an interrupt level plus one) and writes its
+/// context to `*out`. Returns `RCUREF_OK` (also when `owner` already has it open),
+/// `RCUREF_EBUSY` (another owner has it open), `RCUREF_EINVAL` (a null `out`, owner
+/// 0), `RCUREF_EDOMAIN` or `RCUREF_ERANGE`. Never blocks.
+///
+/// # Safety
+/// `out` is null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn rcuref_ctx_open(
+    d: *const rcuref_rcu,
+    slot: u32,
+    owner: usize,
+    out: *mut rcuref_ctx,
+) -> i32 {
+    let (index, _) = match domain(d) {
+        Ok(x) => x,
+        Err(e) => return e,
+    };
+    if slot as usize >= SLOTS {
+        return RCUREF_ERANGE;
+    }
+    if owner == 0 || out.is_null() || !out.is_aligned() {
+        return RCUREF_EINVAL;
+    }
+    let word = &OWNERS[index][slot as usize];
+    match word.compare_exchange(0, owner, Relaxed, Relaxed) {
+        Ok(_) => {}
+        Err(now) if now == owner => {}
+        Err(_) => return RCUREF_EBUSY,
+    }
+    // SAFETY: `out` is writable (the caller's promise) and aligned (checked).
+    unsafe {
+        out.write(rcuref_ctx {
+            domain: d,
+            slot,
+            owner,
+        })
+    };
+    RCUREF_OK
+}
+
+/// Closes a context: its slot has no owner again (another may open it). Returns
+/// `RCUREF_OK`, `RCUREF_EINSECTION` (the slot is inside a section, or running
+/// callbacks: nothing changed), or an error of `context` (`RCUREF_ENOTOWNER` for one
+/// already closed).
+///
+/// # Safety
+/// `ctx` is null or readable.
+#[no_mangle]
+pub unsafe extern "C" fn rcuref_ctx_close(ctx: *const rcuref_ctx) -> i32 {
+    // SAFETY: the caller's promise.
+    let c = match unsafe { context(ctx) } {
+        Ok(c) => c,
+        Err(e) => return e,
+    };
+    if c.reader().in_read_section() || RUNNING_CALLBACKS[c.index][c.slot].load(Relaxed) > 0 {
+        return RCUREF_EINSECTION;
+    }
+    match OWNERS[c.index][c.slot].compare_exchange(c.owner, 0, Relaxed, Relaxed) {
+        Ok(_) => RCUREF_OK,
+        Err(_) => RCUREF_ENOTOWNER,
+    }
+}
+
+/// The context the current-context function names (`rcuref_set_current_context`).
+static CURRENT: AtomicPtr<c_void> = AtomicPtr::new(core::ptr::null_mut());
+
+/// A function that returns the calling context's context (a kernel's current CPU or
+/// task), for `rcuref_rcu_read_lock` and friends; null where it has none.
+pub type rcuref_current_context = Option<unsafe extern "C" fn() -> *const rcuref_ctx>;
+
+/// Registers the function that names the calling context's context (null: none), so
+/// that code can call `rcuref_rcu_read_lock()` and `rcuref_rcu_read_unlock()` without
+/// naming one, as Linux's `rcu_read_lock()`. The function must be callable from every
+/// context that calls those, interrupt handlers included (a per-CPU or per-task
+/// pointer), and return a context only that context uses.
+#[no_mangle]
+pub extern "C" fn rcuref_set_current_context(f: rcuref_current_context) {
+    CURRENT.store(
+        f.map_or(core::ptr::null_mut(), |f| f as *mut c_void),
+        Ordering::Release,
+    );
+}
+
+/// The current context, through the registered function.
+fn current() -> *const rcuref_ctx {
+    let f = CURRENT.load(Ordering::Acquire);
+    if f.is_null() {
+        return core::ptr::null();
+    }
+    // SAFETY: `f` was stored from a `rcuref_current_context` function (never null
+    // here), which takes nothing and returns a context pointer.
+    unsafe {
+        let f: unsafe extern "C" fn() -> *const rcuref_ctx = core::mem::transmute(f);
+        f()
+    }
+}
+
+/// `rcuref_read_lock` of the current context (`rcuref_set_current_context`):
+/// `RCUREF_EINVAL` when no function is registered or it names none.
+#[no_mangle]
+pub extern "C" fn rcuref_rcu_read_lock() -> i32 {
+    // SAFETY: the registered function returns null or a context (its contract).
+    unsafe { rcuref_read_lock(current()) }
+}
+
+/// `rcuref_read_unlock` of the current context.
+///
+/// # Safety
+/// As `rcuref_read_unlock`'s.
+#[no_mangle]
+pub unsafe extern "C" fn rcuref_rcu_read_unlock() -> i32 {
+    // SAFETY: the caller's promise, and the registered function's contract.
+    unsafe { rcuref_read_unlock(current()) }
 }
 
 /// Domain `index` (below `RCUREF_FFI_DOMAINS`, 2 by default), or null.
@@ -372,29 +572,36 @@ pub extern "C" fn rcuref_rcu_slots(d: *const rcuref_rcu) -> u32 {
     domain(d).map_or(0, |_| SLOTS as u32)
 }
 
-/// Enters a read section on `slot` (or nests one level deeper; interrupt handlers of
-/// the slot's context may nest on it at any point). Returns `RCUREF_OK`,
-/// `RCUREF_EINVAL`, `RCUREF_EDOMAIN`, `RCUREF_ERANGE` or `RCUREF_ETOODEEP` (nested
-/// about 2^30 levels deep already); nothing is entered on an error.
+/// Enters a read section on the context's slot (or nests one level deeper; interrupt
+/// handlers of the slot's context may nest on it at any point). Returns `RCUREF_OK`,
+/// an error of the context (`RCUREF_EINVAL`, `RCUREF_EDOMAIN`, `RCUREF_ERANGE`,
+/// `RCUREF_ENOTOWNER`) or `RCUREF_ETOODEEP` (nested about 2^30 levels deep already);
+/// nothing is entered on an error.
+///
+/// # Safety
+/// `ctx` is null or readable.
 #[no_mangle]
-pub extern "C" fn rcuref_read_lock(d: *const rcuref_rcu, slot: u32) -> i32 {
-    match reader(d, slot).and_then(|r| r.enter().map_err(code)) {
+pub unsafe extern "C" fn rcuref_read_lock(ctx: *const rcuref_ctx) -> i32 {
+    // SAFETY: the caller's promise.
+    match unsafe { context(ctx) }.and_then(|c| c.reader().enter().map_err(code)) {
         Ok(()) => RCUREF_OK,
         Err(e) => e,
     }
 }
 
-/// Leaves one level of the read section on `slot`. Returns `RCUREF_OK`,
-/// `RCUREF_ENOTLOCKED` (no section: nothing changed) or the errors of lock.
+/// Leaves one level of the read section on the context's slot. Returns `RCUREF_OK`,
+/// `RCUREF_ENOTLOCKED` (no section: nothing changed) or an error of the context.
 ///
 /// # Safety
-/// Nothing read inside the level being left is used after this call, and the level is
-/// one this code (not the code an interrupt handler interrupted) entered.
+/// `ctx` is null or readable; nothing read inside the level being left is used after
+/// this call, and the level is one this code (not the code an interrupt handler
+/// interrupted) entered.
 #[no_mangle]
-pub unsafe extern "C" fn rcuref_read_unlock(d: *const rcuref_rcu, slot: u32) -> i32 {
-    match reader(d, slot) {
+pub unsafe extern "C" fn rcuref_read_unlock(ctx: *const rcuref_ctx) -> i32 {
+    // SAFETY: the caller's promise.
+    match unsafe { context(ctx) } {
         // SAFETY: the caller's promise is `ContextReader::exit`'s.
-        Ok(r) => match unsafe { r.exit() } {
+        Ok(c) => match unsafe { c.reader().exit() } {
             Ok(()) => RCUREF_OK,
             Err(e) => code(e),
         },
@@ -402,20 +609,18 @@ pub unsafe extern "C" fn rcuref_read_unlock(d: *const rcuref_rcu, slot: u32) -> 
     }
 }
 
-/// Writes to `*inside` whether `slot` is inside a read section. Returns `RCUREF_OK`,
-/// `RCUREF_EINVAL` (also for a null `inside`), `RCUREF_EDOMAIN` or `RCUREF_ERANGE`
+/// Writes to `*inside` whether the context's slot is inside a read section. Returns
+/// `RCUREF_OK`, `RCUREF_EINVAL` (also for a null `inside`) or an error of the context
 /// (`*inside`, if not null, false).
 ///
 /// # Safety
-/// `inside` is null or writable.
+/// `ctx` is null or readable; `inside` is null or writable.
 #[no_mangle]
-pub unsafe extern "C" fn rcuref_in_read_section(
-    d: *const rcuref_rcu,
-    slot: u32,
-    inside: *mut bool,
-) -> i32 {
+pub unsafe extern "C" fn rcuref_in_read_section(ctx: *const rcuref_ctx, inside: *mut bool) -> i32 {
     // SAFETY: the caller's promise.
-    unsafe { answer(inside, reader(d, slot).map(|r| r.in_read_section())) }
+    let r = unsafe { context(ctx) }.map(|c| c.reader().in_read_section());
+    // SAFETY: the caller's promise.
+    unsafe { answer(inside, r) }
 }
 
 /// Reads a published pointer inside a read section (`rcu_dereference`): an acquire
@@ -491,28 +696,34 @@ unsafe fn hook_fn<const N: usize>(
     }
 }
 
-/// Waits until every read section of `d` that was running when it was called has
-/// ended (`synchronize_rcu`), from the context that owns `slot`, calling `hook`
-/// between attempts. Never from an interrupt handler. Returns `RCUREF_OK`,
-/// `RCUREF_EINSECTION` (the slot is inside a section: it would wait for itself),
-/// `RCUREF_EGAVEUP`, or an error of lock.
+/// Waits until every read section of the context's domain that was running when it
+/// was called has ended (`synchronize_rcu`), from that context, calling `hook` with
+/// `hook_ctx` between attempts. Never from an interrupt handler. Returns `RCUREF_OK`,
+/// `RCUREF_EINSECTION` (a slot of the domain that the context's owner has open is
+/// inside a section: it would wait for itself), `RCUREF_EGAVEUP`, or an error of the
+/// context.
 ///
 /// # Safety
-/// `hook` is null or a function that may be called with `ctx` from this context.
+/// `ctx` is null or readable; `hook` is null or a function that may be called with
+/// `hook_ctx` from this context.
 #[no_mangle]
 pub unsafe extern "C" fn rcuref_synchronize(
-    d: *const rcuref_rcu,
-    slot: u32,
+    ctx: *const rcuref_ctx,
     hook: rcuref_wait_hook,
-    ctx: *mut c_void,
+    hook_ctx: *mut c_void,
 ) -> i32 {
-    match reader(d, slot) {
-        // SAFETY: this function's caller promised `hook_fn`'s condition.
-        Ok(r) => match r.synchronize(unsafe { hook_fn(hook, ctx) }) {
-            Ok(()) => RCUREF_OK,
-            Err(e) => code(e),
-        },
-        Err(e) => e,
+    // SAFETY: the caller's promise.
+    let c = match unsafe { context(ctx) } {
+        Ok(c) => c,
+        Err(e) => return e,
+    };
+    if c.owner_in_section() {
+        return RCUREF_EINSECTION;
+    }
+    // SAFETY: this function's caller promised `hook_fn`'s condition.
+    match c.reader().synchronize(unsafe { hook_fn(hook, hook_ctx) }) {
+        Ok(()) => RCUREF_OK,
+        Err(e) => code(e),
     }
 }
 

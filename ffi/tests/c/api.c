@@ -36,6 +36,23 @@ static int give_up_after(void *ctx, uint32_t attempts)
 	return attempts >= *(uint32_t *)ctx;
 }
 
+/* A callback that calls the barrier through the context running the queue: it would
+ * wait for itself (it used to, for ever with a null hook). */
+static rcuref_ctx *barrier_ctx;
+static int barrier_in_callback = 1;
+static void barrier_inside(void *arg)
+{
+	(void)arg;
+	barrier_in_callback = rcuref_rcu_barrier(barrier_ctx, NULL, NULL);
+}
+
+/* The current-context function of `rcuref_rcu_read_lock()`. */
+static const rcuref_ctx *current_ctx;
+static const rcuref_ctx *current(void)
+{
+	return current_ctx;
+}
+
 int main(void)
 {
 	/* File references. */
@@ -96,24 +113,70 @@ int main(void)
 	const rcuref_rcu *foreign = (const rcuref_rcu *)foreign_storage;
 	CHECK(rcuref_rcu_slots(foreign) == 0);
 
+	/* Contexts: a slot, opened by one owner. c0 and c1 are two owners' (two tasks);
+	 * c3 and c4 are both one owner's (one task reading through one slot and waiting
+	 * through another). */
+	rcuref_ctx c0, c1, c3, c4, other;
+	CHECK(rcuref_ctx_open(d, 0, 1, &c0) == RCUREF_OK);
+	CHECK(rcuref_ctx_open(d, 0, 1, &c0) == RCUREF_OK); /* again, same owner */
+	CHECK(rcuref_ctx_open(d, 0, 2, &other) == RCUREF_EBUSY); /* another owner's slot */
+	CHECK(rcuref_ctx_open(d, 1, 2, &c1) == RCUREF_OK);
+	CHECK(rcuref_ctx_open(d, 3, 7, &c3) == RCUREF_OK);
+	CHECK(rcuref_ctx_open(d, 4, 7, &c4) == RCUREF_OK);
+	CHECK(rcuref_ctx_open(d, 5, 0, &other) == RCUREF_EINVAL); /* owner 0 */
+	CHECK(rcuref_ctx_open(d, 5, 9, NULL) == RCUREF_EINVAL);
+	CHECK(rcuref_ctx_open(d, slots, 9, &other) == RCUREF_ERANGE);
+	CHECK(rcuref_ctx_open(foreign, 5, 9, &other) == RCUREF_EDOMAIN);
+
 	/* Split lock and unlock, nesting, errors. */
 	bool inside = true;
-	CHECK(rcuref_in_read_section(d, 0, &inside) == RCUREF_OK && !inside);
-	CHECK(rcuref_read_lock(d, 0) == RCUREF_OK);
-	CHECK(rcuref_read_lock(d, 0) == RCUREF_OK); /* nested */
-	CHECK(rcuref_in_read_section(d, 0, &inside) == RCUREF_OK && inside);
-	CHECK(rcuref_read_unlock(d, 0) == RCUREF_OK);
-	CHECK(rcuref_in_read_section(d, 0, &inside) == RCUREF_OK && inside);
-	CHECK(rcuref_read_unlock(d, 0) == RCUREF_OK);
-	CHECK(rcuref_in_read_section(d, 0, &inside) == RCUREF_OK && !inside);
-	CHECK(rcuref_in_read_section(d, 0, NULL) == RCUREF_EINVAL);
-	CHECK(rcuref_read_unlock(d, 0) == RCUREF_ENOTLOCKED);
-	CHECK(rcuref_read_lock(NULL, 0) == RCUREF_EINVAL);
-	CHECK(rcuref_read_lock(foreign, 0) == RCUREF_EDOMAIN);
-	CHECK(rcuref_read_lock(d, slots) == RCUREF_ERANGE);
-	CHECK(rcuref_read_unlock(d, slots) == RCUREF_ERANGE);
+	CHECK(rcuref_in_read_section(&c0, &inside) == RCUREF_OK && !inside);
+	CHECK(rcuref_read_lock(&c0) == RCUREF_OK);
+	CHECK(rcuref_read_lock(&c0) == RCUREF_OK); /* nested */
+	CHECK(rcuref_in_read_section(&c0, &inside) == RCUREF_OK && inside);
+	CHECK(rcuref_read_unlock(&c0) == RCUREF_OK);
+	CHECK(rcuref_in_read_section(&c0, &inside) == RCUREF_OK && inside);
+	/* An unlock through a context its slot's owner did not open is refused (a
+	 * foreign unlock used to end another context's section). */
+	rcuref_ctx forged = c0;
+	forged.owner = 2;
+	CHECK(rcuref_read_unlock(&forged) == RCUREF_ENOTOWNER);
+	CHECK(rcuref_read_lock(&forged) == RCUREF_ENOTOWNER);
+	CHECK(rcuref_in_read_section(&c0, &inside) == RCUREF_OK && inside);
+	CHECK(rcuref_ctx_close(&c0) == RCUREF_EINSECTION); /* inside: stays open */
+	CHECK(rcuref_read_unlock(&c0) == RCUREF_OK);
+	CHECK(rcuref_in_read_section(&c0, &inside) == RCUREF_OK && !inside);
+	CHECK(rcuref_in_read_section(&c0, NULL) == RCUREF_EINVAL);
+	CHECK(rcuref_read_unlock(&c0) == RCUREF_ENOTLOCKED);
+	CHECK(rcuref_read_lock(NULL) == RCUREF_EINVAL);
+	forged = c0;
+	forged.domain = foreign;
+	CHECK(rcuref_read_lock(&forged) == RCUREF_EDOMAIN);
+	forged = c0;
+	forged.slot = slots;
+	CHECK(rcuref_read_lock(&forged) == RCUREF_ERANGE);
+	CHECK(rcuref_read_unlock(&forged) == RCUREF_ERANGE);
+	/* Closed, a context is no one's: another owner may open the slot. */
+	rcuref_ctx c5;
+	CHECK(rcuref_ctx_open(d, 5, 9, &c5) == RCUREF_OK);
+	CHECK(rcuref_ctx_close(&c5) == RCUREF_OK);
+	CHECK(rcuref_read_lock(&c5) == RCUREF_ENOTOWNER);
+	CHECK(rcuref_ctx_close(&c5) == RCUREF_ENOTOWNER);
+	CHECK(rcuref_ctx_open(d, 5, 10, &c5) == RCUREF_OK);
+	/* The current-context form (Linux's rcu_read_lock()). */
+	CHECK(rcuref_rcu_read_lock() == RCUREF_EINVAL); /* no function registered */
+	rcuref_set_current_context(current);
+	CHECK(rcuref_rcu_read_lock() == RCUREF_EINVAL); /* it names none */
+	current_ctx = &c5;
+	CHECK(rcuref_rcu_read_lock() == RCUREF_OK);
+	CHECK(rcuref_in_read_section(&c5, &inside) == RCUREF_OK && inside);
+	CHECK(rcuref_rcu_read_unlock() == RCUREF_OK);
+	CHECK(rcuref_in_read_section(&c5, &inside) == RCUREF_OK && !inside);
+	rcuref_set_current_context(NULL);
+	CHECK(rcuref_rcu_read_unlock() == RCUREF_EINVAL);
 	inside = true;
-	CHECK(rcuref_in_read_section(d, slots, &inside) == RCUREF_ERANGE && !inside);
+	inside = true;
+	CHECK(rcuref_in_read_section(&forged, &inside) == RCUREF_ERANGE && !inside);
 
 	/* Nesting to the slot's ceiling: ceiling.c (2^30 locks, seconds). */
 
@@ -134,12 +197,18 @@ int main(void)
 	CHECK(storage[0] == 0 && storage[1] == 0);
 
 	/* Waiting. */
-	CHECK(rcuref_synchronize(d, 0, NULL, NULL) == RCUREF_OK);
-	CHECK(rcuref_read_lock(d, 0) == RCUREF_OK);
-	CHECK(rcuref_synchronize(d, 0, NULL, NULL) == RCUREF_EINSECTION);
+	CHECK(rcuref_synchronize(&c0, NULL, NULL) == RCUREF_OK);
+	CHECK(rcuref_read_lock(&c0) == RCUREF_OK);
+	CHECK(rcuref_synchronize(&c0, NULL, NULL) == RCUREF_EINSECTION);
 	uint32_t limit = 3;
-	/* Another slot waits for slot 0's section: its hook gives up. */
-	CHECK(rcuref_synchronize(d, 1, give_up_after, &limit) == RCUREF_EGAVEUP);
+	/* Another owner's context waits for slot 0's section: its hook gives up. */
+	CHECK(rcuref_synchronize(&c1, give_up_after, &limit) == RCUREF_EGAVEUP);
+	/* One owner waits through slot 4 inside its own section on slot 3: refused, it
+	 * would wait for itself (it used to, for ever with a null hook). */
+	CHECK(rcuref_read_lock(&c3) == RCUREF_OK);
+	CHECK(rcuref_synchronize(&c4, NULL, NULL) == RCUREF_EINSECTION);
+	CHECK(rcuref_rcu_barrier(&c4, NULL, NULL) == RCUREF_EINSECTION);
+	CHECK(rcuref_read_unlock(&c3) == RCUREF_OK);
 	rcuref_cookie cookie;
 	bool done = true;
 	CHECK(rcuref_start_poll(d, &cookie) == RCUREF_OK);
@@ -152,7 +221,7 @@ int main(void)
 	rcuref_cookie zeroed = {0};
 	CHECK(rcuref_poll(d, zeroed, &done) == RCUREF_EINVAL && !done);
 	CHECK(rcuref_poll(d, cookie, NULL) == RCUREF_EINVAL);
-	CHECK(rcuref_read_unlock(d, 0) == RCUREF_OK);
+	CHECK(rcuref_read_unlock(&c0) == RCUREF_OK);
 	done = false;
 	for (int i = 0; i < 10 && !done; i++)
 		CHECK(rcuref_poll(d, cookie, &done) == RCUREF_OK);
@@ -166,7 +235,8 @@ int main(void)
 	done = true;
 	if (rcuref_poll(foreign, cookie, &done) == RCUREF_OK || done)
 		CHECK(!"a foreign domain's poll read as done");
-	CHECK(rcuref_synchronize(d, slots, NULL, NULL) == RCUREF_ERANGE);
+	CHECK(rcuref_synchronize(&forged, NULL, NULL) == RCUREF_ERANGE);
+	CHECK(rcuref_synchronize(NULL, NULL, NULL) == RCUREF_EINVAL);
 
 	/* call_rcu: bounded, run after a grace period, barrier. */
 	uint32_t cap = rcuref_call_rcu_capacity(d);
@@ -174,20 +244,29 @@ int main(void)
 	CHECK(rcuref_call_rcu(d, NULL, NULL) == RCUREF_EINVAL);
 	CHECK(rcuref_call_rcu(foreign, count_call, NULL) == RCUREF_EDOMAIN);
 	int hits = 0;
-	CHECK(rcuref_read_lock(d, 1) == RCUREF_OK);
+	CHECK(rcuref_read_lock(&c1) == RCUREF_OK);
 	for (uint32_t i = 0; i < cap; i++)
 		CHECK(rcuref_call_rcu(d, count_call, &hits) == RCUREF_OK);
 	CHECK(rcuref_call_rcu(d, count_call, &hits) == RCUREF_EFULL);
 	CHECK(rcuref_call_rcu_pending(d) == cap);
-	CHECK(rcuref_call_rcu_run(d) == 0); /* slot 1 is reading: nothing is due */
+	CHECK(rcuref_call_rcu_run(&c0) == 0); /* slot 1 is reading: nothing is due */
 	CHECK(hits == 0);
-	CHECK(rcuref_rcu_barrier(d, 1, NULL, NULL) == RCUREF_EINSECTION);
-	CHECK(rcuref_read_unlock(d, 1) == RCUREF_OK);
-	CHECK(rcuref_rcu_barrier(d, 0, NULL, NULL) == RCUREF_OK);
+	CHECK(rcuref_rcu_barrier(&c1, NULL, NULL) == RCUREF_EINSECTION);
+	CHECK(rcuref_read_unlock(&c1) == RCUREF_OK);
+	CHECK(rcuref_rcu_barrier(&c0, NULL, NULL) == RCUREF_OK);
 	CHECK(hits == (int)cap);
 	CHECK(rcuref_call_rcu_pending(d) == 0);
 	CHECK(rcuref_call_rcu_run(NULL) == RCUREF_EINVAL);
-	CHECK(rcuref_rcu_barrier(foreign, 0, NULL, NULL) == RCUREF_EDOMAIN);
+	CHECK(rcuref_rcu_barrier(&forged, NULL, NULL) == RCUREF_ERANGE);
+	/* A barrier from a callback, through the context running the queue (or another
+	 * of its owner's), is refused: it would wait for itself. */
+	barrier_ctx = &c0;
+	CHECK(rcuref_call_rcu(d, barrier_inside, NULL) == RCUREF_OK);
+	CHECK(rcuref_synchronize(&c1, NULL, NULL) == RCUREF_OK);
+	CHECK(rcuref_call_rcu_run(&c0) == 1);
+	CHECK(barrier_in_callback == RCUREF_EINCALLBACK);
+	CHECK(rcuref_rcu_barrier(&c0, NULL, NULL) == RCUREF_OK); /* outside: fine */
+	CHECK(rcuref_ctx_close(&c1) == RCUREF_OK);
 
 	/* The pool: caller storage, a node per object, errors. */
 	struct thing {
@@ -230,9 +309,9 @@ int main(void)
 	CHECK(rcuref_pool_alloc(&pool, &got) == RCUREF_EFULL);    /* nothing was freed */
 	rcuref_assign_pointer(&loc, &things[1]);
 	void *found = NULL;
-	CHECK(rcuref_read_lock(d, 0) == RCUREF_OK);
+	CHECK(rcuref_read_lock(&c0) == RCUREF_OK);
 	CHECK(rcuref_pool_lookup(&pool, &loc, &found) == RCUREF_OK && found == &things[1]);
-	CHECK(rcuref_read_unlock(d, 0) == RCUREF_OK);
+	CHECK(rcuref_read_unlock(&c0) == RCUREF_OK);
 	CHECK(rcuref_pool_put(&pool, found, &last) == RCUREF_OK && !last); /* the lookup's */
 	destroyed = 0;
 	CHECK(rcuref_pool_put(&pool, &things[1], &last) == RCUREF_OK && last); /* destroyed, free */

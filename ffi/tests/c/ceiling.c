@@ -15,20 +15,23 @@ int main(void)
 	uint32_t slots = rcuref_rcu_slots(d);
 	bool inside = true;
 	CHECK(slots >= 2);
+	rcuref_ctx top, writer;
+	CHECK(rcuref_ctx_open(d, slots - 1, 1, &top) == RCUREF_OK);
+	CHECK(rcuref_ctx_open(d, 0, 2, &writer) == RCUREF_OK);
 	uint32_t depth = 0;
 	int32_t rc = RCUREF_OK;
-	while ((rc = rcuref_read_lock(d, slots - 1)) == RCUREF_OK && depth < (1u << 31))
+	while ((rc = rcuref_read_lock(&top)) == RCUREF_OK && depth < (1u << 31))
 		depth++;
 	CHECK(rc == RCUREF_ETOODEEP);
 	CHECK(depth > (1u << 29));
-	CHECK(rcuref_read_lock(d, slots - 1) == RCUREF_ETOODEEP);
+	CHECK(rcuref_read_lock(&top) == RCUREF_ETOODEEP);
 	uint32_t unlocked = 0;
-	while (rcuref_read_unlock(d, slots - 1) == RCUREF_OK)
+	while (rcuref_read_unlock(&top) == RCUREF_OK)
 		unlocked++;
 	CHECK(unlocked == depth);
-	CHECK(rcuref_in_read_section(d, slots - 1, &inside) == RCUREF_OK && !inside);
+	CHECK(rcuref_in_read_section(&top, &inside) == RCUREF_OK && !inside);
 	/* The domain's grace periods end again. */
-	CHECK(rcuref_synchronize(d, 0, NULL, NULL) == RCUREF_OK);
+	CHECK(rcuref_synchronize(&writer, NULL, NULL) == RCUREF_OK);
 	if (failures) {
 		fprintf(stderr, "ceiling: %d check(s) failed\n", failures);
 		return 1;

@@ -8,8 +8,9 @@
 #include <stdint.h>
 #include <stdlib.h> /* malloc and free stand in for the RTOS's allocator */
 
-/* One reader slot per context that reads: a task, an interrupt priority level. */
-enum { SLOT_CONTROL_TASK = 0, SLOT_RX_IRQ = 1 };
+/* One reader slot per context that reads or waits: a task, an interrupt priority
+ * level. Each is opened once, by its owner (any non-zero number that names it). */
+enum { SLOT_CONTROL_TASK = 0, SLOT_RX_IRQ = 1, SLOT_IDLE_TASK = 2 };
 
 #define ROUTES 16
 
@@ -19,23 +20,28 @@ struct route_table {
 };
 
 static const rcuref_rcu *rcu;
+static rcuref_ctx control_task_ctx, rx_irq_ctx, idle_task_ctx;
 static void *table; /* the published struct route_table * */
 
 int routes_init(void)
 {
 	rcu = rcuref_rcu_domain(0);
-	return rcu && rcuref_rcu_slots(rcu) > SLOT_RX_IRQ ? 0 : -1;
+	if (rcuref_ctx_open(rcu, SLOT_CONTROL_TASK, 1, &control_task_ctx) != RCUREF_OK ||
+	    rcuref_ctx_open(rcu, SLOT_RX_IRQ, 2, &rx_irq_ctx) != RCUREF_OK ||
+	    rcuref_ctx_open(rcu, SLOT_IDLE_TASK, 3, &idle_task_ctx) != RCUREF_OK)
+		return -1;
+	return 0;
 }
 
 /* In the receive interrupt handler: the next hop for `dst`, 0 if none. */
 uint32_t rx_irq_route(uint32_t dst)
 {
 	uint32_t hop = 0;
-	rcuref_read_lock(rcu, SLOT_RX_IRQ);
+	rcuref_read_lock(&rx_irq_ctx);
 	const struct route_table *t = rcuref_dereference(&table);
 	if (t && dst < ROUTES)
 		hop = t->next_hop[dst];
-	rcuref_read_unlock(rcu, SLOT_RX_IRQ);
+	rcuref_read_unlock(&rx_irq_ctx);
 	return hop;
 }
 
@@ -68,7 +74,7 @@ int routes_update(uint32_t version, uint32_t hop)
 		return 0;
 	if (rcuref_call_rcu(rcu, free_table, old) == RCUREF_EFULL) {
 		/* No room in the queue: wait for the readers, then free it here. */
-		if (rcuref_synchronize(rcu, SLOT_CONTROL_TASK, yield_hook, NULL) != RCUREF_OK)
+		if (rcuref_synchronize(&control_task_ctx, yield_hook, NULL) != RCUREF_OK)
 			return -1;
 		free(old);
 	}
@@ -78,7 +84,7 @@ int routes_update(uint32_t version, uint32_t hop)
 /* From the idle task or a timer: free the old tables whose readers are gone. */
 void routes_housekeeping(void)
 {
-	rcuref_call_rcu_run(rcu);
+	rcuref_call_rcu_run(&idle_task_ctx);
 }
 
 /* At shutdown, from the control task: free every table still queued. */
@@ -87,7 +93,7 @@ int routes_shutdown(void)
 	void *last = rcuref_exchange_pointer(&table, NULL);
 	/* The barrier waits for a grace period that began after this unpublish, so the
 	 * last table has no readers left either when it returns. */
-	if (rcuref_rcu_barrier(rcu, SLOT_CONTROL_TASK, yield_hook, NULL) != RCUREF_OK)
+	if (rcuref_rcu_barrier(&control_task_ctx, yield_hook, NULL) != RCUREF_OK)
 		return -1;
 	free(last);
 	return 0;

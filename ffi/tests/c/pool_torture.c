@@ -69,17 +69,20 @@ static struct obj *lookup_without_recheck(int loc)
 static void *reader(void *arg)
 {
 	uint32_t slot = (uint32_t)(long)arg;
+	rcuref_ctx me;
+	if (rcuref_ctx_open(d, slot, slot + 1, &me) != RCUREF_OK)
+		abort();
 	unsigned n = 0;
 	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
 		int loc = (int)(n++ % LOCATIONS);
 		struct obj *o = NULL;
-		rcuref_read_lock(d, slot);
+		rcuref_read_lock(&me);
 		if (no_recheck) {
 			o = lookup_without_recheck(loc);
 		} else if (rcuref_pool_lookup(&pool, &where[loc], (void **)&o) != RCUREF_OK) {
 			abort();
 		}
-		rcuref_read_unlock(d, slot);
+		rcuref_read_unlock(&me);
 		atomic_fetch_add_explicit(&lookups, 1, memory_order_relaxed);
 		if (!o)
 			continue;

@@ -94,9 +94,12 @@ static void check(const struct obj *o, unsigned seq)
 static void *reader(void *arg)
 {
 	uint32_t slot = (uint32_t)(long)arg;
+	rcuref_ctx me;
+	if (rcuref_ctx_open(d, slot, slot + 1, &me) != RCUREF_OK)
+		abort();
 	unsigned n = 0;
 	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
-		if (rcuref_read_lock(d, slot) != RCUREF_OK)
+		if (rcuref_read_lock(&me) != RCUREF_OK)
 			abort();
 		struct obj *o = rcuref_dereference(&cur);
 		HB_ACQUIRE(&cur);
@@ -107,7 +110,7 @@ static void *reader(void *arg)
 			;
 		check(o, seq);
 		HB_RELEASE(d);
-		if (rcuref_read_unlock(d, slot) != RCUREF_OK)
+		if (rcuref_read_unlock(&me) != RCUREF_OK)
 			abort();
 		if (keep) { /* still ours, outside the section, by its reference */
 			check(o, seq);
@@ -122,8 +125,11 @@ static void *reader(void *arg)
 static void *runner(void *arg)
 {
 	(void)arg;
+	rcuref_ctx me; /* slot 1: the queue's runner */
+	if (rcuref_ctx_open(d, 1, 2, &me) != RCUREF_OK)
+		abort();
 	while (!atomic_load_explicit(&stop, memory_order_relaxed))
-		if (rcuref_call_rcu_run(d) < 0)
+		if (rcuref_call_rcu_run(&me) < 0)
 			abort();
 	return NULL;
 }
@@ -151,6 +157,9 @@ int main(int argc, char **argv)
 	pthread_create(&run, NULL, runner, NULL);
 
 	/* The writer: slot 0. */
+	rcuref_ctx w;
+	if (rcuref_ctx_open(d, 0, 1, &w) != RCUREF_OK)
+		abort();
 	long replaced = 0, full = 0;
 	double end = now_ms() + ms;
 	while (now_ms() < end) {
@@ -161,13 +170,13 @@ int main(int argc, char **argv)
 		if (broken) {
 			obj_put(old); /* no grace period: readers may still be inside */
 		} else if (replaced % 2) {
-			if (rcuref_synchronize(d, 0, NULL, NULL) != RCUREF_OK)
+			if (rcuref_synchronize(&w, NULL, NULL) != RCUREF_OK)
 				abort();
 			HB_ACQUIRE(d);
 			obj_put(old);
 		} else if ((HB_RELEASE(old), rcuref_call_rcu(d, retire_cb, old)) == RCUREF_EFULL) {
 			full++;
-			if (rcuref_synchronize(d, 0, NULL, NULL) != RCUREF_OK)
+			if (rcuref_synchronize(&w, NULL, NULL) != RCUREF_OK)
 				abort();
 			HB_ACQUIRE(d);
 			obj_put(old);
@@ -177,7 +186,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < READERS; i++)
 		pthread_join(r[i], NULL);
 	pthread_join(run, NULL);
-	if (rcuref_rcu_barrier(d, 0, NULL, NULL) != RCUREF_OK)
+	if (rcuref_rcu_barrier(&w, NULL, NULL) != RCUREF_OK)
 		abort();
 	HB_ACQUIRE(d);
 	int v = atomic_load(&violations);

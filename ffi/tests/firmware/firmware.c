@@ -45,6 +45,8 @@ struct obj {
 };
 
 static const rcuref_rcu *d;
+/* One context per reader: the thread, the timer interrupt, the second hart. */
+static rcuref_ctx ctx_thread, ctx_irq, ctx_hart1;
 static void *table, *irq_obj;
 static struct obj tables[OBJS], irq_objs[OBJS];
 static volatile uint32_t table_free = (1u << OBJS) - 1, irq_free = (1u << OBJS) - 1;
@@ -90,12 +92,12 @@ __attribute__((unused)) static void retire_irq_obj(void *o)
 void tick(void)
 {
 	ticks++;
-	rcuref_read_lock(d, SLOT_IRQ);
+	rcuref_read_lock(&ctx_irq);
 	const struct obj *t = rcuref_dereference(&table);
 	if (t && t->magic != LIVE)
 		__atomic_fetch_add(&violations, 1, __ATOMIC_RELAXED);
 	irq_reads++;
-	rcuref_read_unlock(d, SLOT_IRQ);
+	rcuref_read_unlock(&ctx_irq);
 
 	if (ticks % 4 == 0) {
 		struct obj *o = take(irq_objs, &irq_free);
@@ -129,12 +131,12 @@ void hart1_main(void)
 	while (!__atomic_load_n(&d, __ATOMIC_ACQUIRE))
 		;
 	while (!__atomic_load_n(&stop_hart1, __ATOMIC_RELAXED)) {
-		rcuref_read_lock(d, SLOT_HART1);
+		rcuref_read_lock(&ctx_hart1);
 		const struct obj *t = rcuref_dereference(&table);
 		for (volatile int spin = 0; spin < 10; spin++)
 			if (t && t->magic != LIVE)
 				__atomic_fetch_add(&violations, 1, __ATOMIC_RELAXED);
-		rcuref_read_unlock(d, SLOT_HART1);
+		rcuref_read_unlock(&ctx_hart1);
 		hart1_reads++;
 	}
 	__atomic_store_n(&hart1_done, 1, __ATOMIC_RELEASE);
@@ -159,6 +161,11 @@ int main(void)
 	const rcuref_rcu *dom = rcuref_rcu_domain(0);
 	if (!dom)
 		return 1;
+	if (rcuref_ctx_open(dom, SLOT_THREAD, 1, &ctx_thread) != RCUREF_OK ||
+	    rcuref_ctx_open(dom, SLOT_IRQ, 2, &ctx_irq) != RCUREF_OK ||
+	    rcuref_ctx_open(dom, SLOT_HART1, 3, &ctx_hart1) != RCUREF_OK)
+		return 1;
+	/* Release: the second hart reads its context after it sees `d`. */
 	__atomic_store_n(&d, dom, __ATOMIC_RELEASE);
 	timer_start();
 
@@ -173,7 +180,7 @@ int main(void)
 				if (published % 2 == 0 &&
 				    rcuref_call_rcu(d, retire_table, old) == RCUREF_OK) {
 					/* freed by the queue */
-				} else if (rcuref_synchronize(d, SLOT_THREAD, 0, 0) == RCUREF_OK) {
+				} else if (rcuref_synchronize(&ctx_thread, 0, 0) == RCUREF_OK) {
 					give_back(tables, &table_free, old);
 				} else {
 					return 1;
@@ -182,14 +189,14 @@ int main(void)
 		}
 		/* The thread reads what the interrupt publishes; the interrupt may preempt it
 		 * anywhere in here, replace the object and queue the old one. */
-		rcuref_read_lock(d, SLOT_THREAD);
+		rcuref_read_lock(&ctx_thread);
 		const struct obj *o = rcuref_dereference(&irq_obj);
 		for (volatile int spin = 0; spin < 20; spin++)
 			if (o && o->magic != LIVE)
 				__atomic_fetch_add(&violations, 1, __ATOMIC_RELAXED);
 		thread_reads++;
-		rcuref_read_unlock(d, SLOT_THREAD);
-		rcuref_call_rcu_run(d);
+		rcuref_read_unlock(&ctx_thread);
+		rcuref_call_rcu_run(&ctx_thread);
 	}
 	timer_stop();
 #ifdef SECOND_HART
@@ -197,7 +204,7 @@ int main(void)
 	while (!__atomic_load_n(&hart1_done, __ATOMIC_ACQUIRE))
 		;
 #endif
-	if (rcuref_rcu_barrier(d, SLOT_THREAD, 0, 0) != RCUREF_OK)
+	if (rcuref_rcu_barrier(&ctx_thread, 0, 0) != RCUREF_OK)
 		return 1;
 
 	put_u32("c firmware: tables published ", published);
