@@ -1,9 +1,20 @@
 //! The integrator's build-time choices (docs/c-api.md, "Configuration"):
 //! `RCUREF_FFI_DOMAINS` (default 2), `RCUREF_FFI_SLOTS` reader slots per domain
 //! (default 8), `RCUREF_FFI_CALLBACKS` places per domain's call_rcu queue (default 64).
+//!
+//! Besides the Rust constants it writes `rcuref_config.h`, the same numbers as
+//! `#define`s for C to check at compile time, next to the archive
+//! (`target/<triple>/<profile>/rcuref_config.h`, or `target/<profile>/` for the host):
+//! the build directory's three levels above `OUT_DIR`, which is
+//! `<that>/build/rcuref-ffi-<hash>/out`.
 
 fn main() {
     let mut out = String::new();
+    let mut header = String::from(
+        "/* rcuref_config.h: the build-time configuration this librcuref_ffi.a was built\n \
+         * with (written by ffi/build.rs; do not edit). */\n\
+         #ifndef RCUREF_CONFIG_H\n#define RCUREF_CONFIG_H\n",
+    );
     for (name, default, max) in [
         ("RCUREF_FFI_DOMAINS", 2usize, 64usize),
         ("RCUREF_FFI_SLOTS", 8, 1024),
@@ -19,7 +30,16 @@ fn main() {
         };
         let konst = name.trim_start_matches("RCUREF_FFI_");
         out.push_str(&format!("pub(crate) const {konst}: usize = {v};\n"));
+        header.push_str(&format!("#define {name} {v}u\n"));
     }
+    header.push_str("#endif /* RCUREF_CONFIG_H */\n");
     let dir = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap());
     std::fs::write(dir.join("config.rs"), out).unwrap();
+    std::fs::write(dir.join("rcuref_config.h"), &header).unwrap();
+    // Next to the archive, where C builds can find it.
+    if let Some(artifacts) = dir.ancestors().nth(3) {
+        if artifacts.join("build").is_dir() {
+            std::fs::write(artifacts.join("rcuref_config.h"), &header).unwrap();
+        }
+    }
 }

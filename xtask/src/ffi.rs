@@ -97,7 +97,10 @@ fn cc(root: &Path, sources: &[&str], out: &Path, extra: &[&str]) -> Result<(), S
         .arg("-I")
         .arg(root.join("ffi/include"))
         .arg("-I")
-        .arg(&c_dir);
+        .arg(&c_dir)
+        // rcuref_config.h, written beside the archive by ffi/build.rs.
+        .arg("-I")
+        .arg(root.join("target/ffi"));
     for s in sources {
         c.arg(c_dir.join(s));
     }

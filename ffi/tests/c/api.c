@@ -4,6 +4,7 @@
  */
 #include "rcuref.h"
 #include "check.h"
+#include "rcuref_config.h" /* beside the archive: the build's configuration */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,7 +108,13 @@ int main(void)
 	CHECK(rcuref_rcu_domain(1) != NULL && rcuref_rcu_domain(1) != d);
 	CHECK(rcuref_rcu_domain(1000) == NULL);
 	uint32_t slots = rcuref_rcu_slots(d);
-	CHECK(slots >= 2);
+	CHECK(slots >= 6);
+	/* The generated configuration header says what the archive reports. */
+	_Static_assert(RCUREF_FFI_DOMAINS >= 2, "api.c uses two domains");
+	CHECK(slots == RCUREF_FFI_SLOTS);
+	CHECK(rcuref_call_rcu_capacity(d) == RCUREF_FFI_CALLBACKS);
+	CHECK(rcuref_rcu_domain(RCUREF_FFI_DOMAINS - 1) != NULL);
+	CHECK(rcuref_rcu_domain(RCUREF_FFI_DOMAINS) == NULL);
 	CHECK(rcuref_rcu_slots(NULL) == 0);
 	int foreign_storage[64];
 	const rcuref_rcu *foreign = (const rcuref_rcu *)foreign_storage;
