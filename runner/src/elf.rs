@@ -23,10 +23,19 @@ pub(crate) fn read_tests(elf: &[u8], default_timeout: Duration) -> Result<Vec<Te
     )?;
     let data = section.uncompressed_data().map_err(|e| e.to_string())?;
     let word = if file.is_64() { 8 } else { 4 };
-    let read_word = |bytes: &[u8]| -> u64 {
+    // The `index`th word of the symbol at section offset `off`, if the section holds it.
+    let read_word = |off: usize, index: usize, name: &str| -> Result<u64, String> {
+        let at = off + index * word;
+        let bytes = data.get(at..at + word).ok_or_else(|| {
+            format!(
+                "a damaged embedded-test table: the symbol {name} points past the end of \
+                 the .embedded_test section ({} bytes)",
+                data.len()
+            )
+        })?;
         let mut b = [0u8; 8];
-        b[..word].copy_from_slice(&bytes[..word]);
-        u64::from_le_bytes(b)
+        b[..word].copy_from_slice(bytes);
+        Ok(u64::from_le_bytes(b))
     };
     let mut version = None;
     let mut tests = Vec::new();
@@ -35,9 +44,15 @@ pub(crate) fn read_tests(elf: &[u8], default_timeout: Duration) -> Result<Vec<Te
             continue;
         }
         let name = sym.name().map_err(|e| e.to_string())?;
-        let off = (sym.address() - section.address()) as usize;
+        let off = sym
+            .address()
+            .checked_sub(section.address())
+            .and_then(|o| usize::try_from(o).ok())
+            .ok_or_else(|| {
+                format!("a damaged embedded-test table: the symbol {name} is before its section")
+            })?;
         if name == "EMBEDDED_TEST_VERSION" {
-            version = Some(read_word(&data[off..]));
+            version = Some(read_word(off, 0, name)?);
             continue;
         }
         if !name.starts_with('{') {
@@ -45,9 +60,9 @@ pub(crate) fn read_tests(elf: &[u8], default_timeout: Duration) -> Result<Vec<Te
         }
         let meta: serde_json::Value = serde_json::from_str(name)
             .map_err(|e| format!("test symbol is not JSON ({e}): {name}"))?;
-        let entry = read_word(&data[off..]);
-        let path_ptr = read_word(&data[off + word..]);
-        let path_len = read_word(&data[off + 2 * word..]) as usize;
+        let entry = read_word(off, 0, name)?;
+        let path_ptr = read_word(off, 1, name)?;
+        let path_len = usize::try_from(read_word(off, 2, name)?).unwrap_or(usize::MAX);
         let module = read_at(&file, path_ptr, path_len).unwrap_or_default();
         let module = module
             .split_once("::")
@@ -99,7 +114,8 @@ pub(crate) fn has_symbol(elf: &[u8], name: &str) -> bool {
 /// Reads `len` bytes at virtual address `addr` from whichever loaded section holds it.
 fn read_at(file: &object::File, addr: u64, len: usize) -> Option<String> {
     for s in file.sections() {
-        if addr >= s.address() && addr + len as u64 <= s.address() + s.size() {
+        let end = addr.checked_add(len as u64)?;
+        if addr >= s.address() && end <= s.address().saturating_add(s.size()) {
             let data = s.data().ok()?;
             let off = (addr - s.address()) as usize;
             return String::from_utf8(data.get(off..off + len)?.to_vec()).ok();

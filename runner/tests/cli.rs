@@ -1447,3 +1447,58 @@ fn the_readme_and_help_list_the_same_options_and_all_are_accepted() {
         text(&o.stderr)
     );
 }
+
+// ---- issue #29 review: output, signals, process groups, ELF checks ----
+
+/// [`fake_qemu`] whose body finds the system's tools (seq, yes, touch) on PATH.
+fn fake_qemu_sys(dir: &Path, name: &str, body: &str) -> PathBuf {
+    fake_qemu(dir, name, &format!("PATH=/usr/bin:/bin\n{body}"))
+}
+
+#[test]
+fn a_damaged_suite_elf_is_an_error_not_a_panic() {
+    use object::write::{Object, Symbol, SymbolSection};
+    use object::{Architecture, BinaryFormat, Endianness, SectionKind};
+    use object::{SymbolFlags, SymbolKind, SymbolScope};
+    let d = scratch("damaged-suite");
+    let mut o = Object::new(BinaryFormat::Elf, Architecture::Arm, Endianness::Little);
+    let sec = o.add_section(Vec::new(), b".embedded_test".to_vec(), SectionKind::Data);
+    o.append_section_data(sec, &1u32.to_le_bytes(), 4);
+    for (name, value) in [
+        ("EMBEDDED_TEST_VERSION".to_string(), 0),
+        // A test whose three words lie past the section's end.
+        (
+            r#"{"name":"x","ignored":false,"should_panic":false}"#.to_string(),
+            4,
+        ),
+    ] {
+        o.add_symbol(Symbol {
+            name: name.into_bytes(),
+            value,
+            size: 4,
+            kind: SymbolKind::Data,
+            scope: SymbolScope::Linkage,
+            weak: false,
+            section: SymbolSection::Section(sec),
+            flags: SymbolFlags::None,
+        });
+    }
+    let elf = d.join("suite.elf");
+    std::fs::write(&elf, o.write().unwrap()).unwrap();
+    let q = fake_qemu_sys(&d, "qemu-system-arm", "exit 0");
+    let o = runner(
+        &d,
+        &[
+            "--target",
+            "thumbv7m-none-eabi",
+            "--qemu",
+            q.to_str().unwrap(),
+            elf.to_str().unwrap(),
+        ],
+        &[],
+    );
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(err.contains("damaged embedded-test table"), "{err}");
+}
