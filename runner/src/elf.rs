@@ -159,6 +159,13 @@ pub(crate) fn check_elf(elf: &[u8], path: &str, qemu: &str) -> Result<(), String
     };
     let arch = file.architecture();
     if runs.contains(&arch) {
+        // The machines QEMU boots here are little-endian: a big-endian image only hangs.
+        if file.endianness() != object::Endianness::Little {
+            return Err(format!(
+                "{path} is a big-endian ELF, but {emulator} boots little-endian firmware: \
+                 build it for a little-endian target (thumbv*-none-eabi*, riscv*, aarch64)"
+            ));
+        }
         return Ok(());
     }
     let name = match arch {

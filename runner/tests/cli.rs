@@ -1456,6 +1456,39 @@ fn fake_qemu_sys(dir: &Path, name: &str, body: &str) -> PathBuf {
 }
 
 #[test]
+fn a_big_endian_elf_is_refused_before_qemu_starts() {
+    use object::write::Object;
+    use object::{Architecture, BinaryFormat, Endianness};
+    let d = scratch("big-endian");
+    let mut o = Object::new(BinaryFormat::Elf, Architecture::Arm, Endianness::Big);
+    let data = o.section_id(object::write::StandardSection::Data);
+    o.append_section_data(data, &[0u8; 16], 4);
+    let elf = d.join("be.elf");
+    std::fs::write(&elf, o.write().unwrap()).unwrap();
+    let started = d.join("started");
+    let q = fake_qemu_sys(
+        &d,
+        "qemu-system-arm",
+        &format!("touch '{}'; exit 0", started.display()),
+    );
+    let o = runner(
+        &d,
+        &[
+            "--target",
+            "thumbv7m-none-eabi",
+            "--qemu",
+            q.to_str().unwrap(),
+            elf.to_str().unwrap(),
+        ],
+        &[],
+    );
+    let err = text(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(!started.exists(), "QEMU was started");
+    assert!(err.contains("big-endian"), "{err}");
+}
+
+#[test]
 fn a_damaged_suite_elf_is_an_error_not_a_panic() {
     use object::write::{Object, Symbol, SymbolSection};
     use object::{Architecture, BinaryFormat, Endianness, SectionKind};
