@@ -6,23 +6,28 @@ use std::process::{Command, Stdio};
 /// The environment variable naming a folder that holds the `qemu-system-*` binaries.
 pub const QEMU_DIR_VAR: &str = "QEMU_SYSTEM_DIR";
 
-/// Where `install-qemu` unpacks QEMU by default: `$XDG_DATA_HOME/qemu-embedded-runner`
-/// (or `~/.local/share/...`).
-fn default_dir() -> PathBuf {
-    std::env::var_os("XDG_DATA_HOME")
+/// An absolute folder from the environment variable `var` (relative or empty values are
+/// ignored, as the XDG base directory specification says).
+fn env_dir(var: &str) -> Option<PathBuf> {
+    std::env::var_os(var)
         .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
-        .unwrap_or_else(std::env::temp_dir)
-        .join("qemu-embedded-runner")
-        .join("qemu")
+        .filter(|p| p.is_absolute())
+}
+
+/// Where `install-qemu` unpacks QEMU by default: `$XDG_DATA_HOME/qemu-embedded-runner`
+/// (or `~/.local/share/...`). None without either: never a shared folder such as `/tmp`,
+/// where anyone could plant a `qemu-system-arm` for the runner to start.
+fn default_dir() -> Option<PathBuf> {
+    env_dir("XDG_DATA_HOME")
+        .or_else(|| env_dir("HOME").map(|h| h.join(".local/share")))
+        .map(|d| d.join("qemu-embedded-runner").join("qemu"))
 }
 
 /// Where `install-qemu` records the folder it used, so that later runs find it:
 /// `$XDG_CONFIG_HOME/qemu-embedded-runner/qemu-dir` (or `~/.config/...`), one line.
 fn remembered_file() -> Option<PathBuf> {
-    std::env::var_os("XDG_CONFIG_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
+    env_dir("XDG_CONFIG_HOME")
+        .or_else(|| env_dir("HOME").map(|h| h.join(".config")))
         .map(|c| c.join("qemu-embedded-runner").join("qemu-dir"))
 }
 
@@ -87,7 +92,7 @@ pub fn find_qemu(name: &str) -> Result<String, String> {
     let mut looked = vec!["PATH".to_string()];
     for dir in remembered_dir()
         .into_iter()
-        .chain([default_dir().join("usr/bin")])
+        .chain(default_dir().map(|d| d.join("usr/bin")))
     {
         let p = dir.join(name);
         if runs(&p) {
@@ -204,7 +209,10 @@ const PACKAGES: &[&str] = &["qemu-system-arm", "qemu-system-misc", "qemu-system-
 /// packages (its message), or apt/dpkg failed.
 pub fn install_qemu(dir: Option<&Path>) -> Result<PathBuf, String> {
     // Absolute, so that the folder recorded is found from any other directory.
-    let dest = dir.map(Path::to_path_buf).unwrap_or_else(default_dir);
+    let dest = dir.map(Path::to_path_buf).or_else(default_dir).ok_or(
+        "install-qemu: neither HOME nor XDG_DATA_HOME is set (to an absolute folder), so \
+         there is no private default folder: give --dir DIR (a folder only you can write)",
+    )?;
     let dest = std::path::absolute(&dest).map_err(|e| format!("{}: {e}", dest.display()))?;
     let local_bin = dest.join("usr/bin");
     if EMULATORS.iter().all(|q| runs(&local_bin.join(q))) {

@@ -1535,3 +1535,34 @@ fn a_damaged_suite_elf_is_an_error_not_a_panic() {
     assert!(!err.contains("panicked"), "{err}");
     assert!(err.contains("damaged embedded-test table"), "{err}");
 }
+
+#[test]
+fn without_home_no_shared_folder_is_searched_for_qemu_or_installed_into() {
+    let d = scratch("no-home");
+    // A qemu-system-arm planted where the old default led without HOME ($TMPDIR).
+    let tmp = d.join("tmp");
+    let planted = tmp.join("qemu-embedded-runner/qemu/usr/bin");
+    std::fs::create_dir_all(&planted).unwrap();
+    let ran = d.join("planted-ran");
+    fake_qemu_sys(
+        &planted,
+        "qemu-system-arm",
+        &format!("touch '{}'; exit 0", ran.display()),
+    );
+    let elf = plain_elf(&d, &[]);
+    let run = |args: &[&str]| {
+        let mut c = runner_cmd(&d, args, &[("TMPDIR", tmp.to_str().unwrap())]);
+        c.env_remove("HOME")
+            .env_remove("XDG_DATA_HOME")
+            .env_remove("XDG_CONFIG_HOME");
+        c.output().unwrap()
+    };
+    let o = run(&["--target", "thumbv7m-none-eabi", elf.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(!ran.exists(), "the planted QEMU ran");
+    assert!(text(&o.stderr).contains("not found"), "{}", text(&o.stderr));
+    let o = run(&["install-qemu"]);
+    assert!(!o.status.success());
+    assert!(text(&o.stderr).contains("--dir"), "{}", text(&o.stderr));
+    assert!(!ran.exists(), "the planted QEMU ran");
+}
