@@ -252,6 +252,8 @@ pub(crate) struct LogDecoder<'t> {
     raw: Option<Box<dyn defmt_decoder::StreamDecoder + Send + Sync + 't>>,
     /// Bytes not yet ended by a newline (no table) or a zero byte (rzCOBS).
     pending: Vec<u8>,
+    /// How much of `pending` is known to hold no end (newline or zero byte).
+    scanned: usize,
     /// A malformed frame was met in the raw encoding: the rest is skipped.
     stopped: bool,
     /// Without a table, output that is not text came (defmt frames, likely).
@@ -268,6 +270,7 @@ impl<'t> LogDecoder<'t> {
             locations,
             raw,
             pending: Vec::new(),
+            scanned: 0,
             stopped: false,
             undecoded: false,
         }
@@ -300,49 +303,32 @@ impl<'t> LogDecoder<'t> {
         }
         self.pending.extend_from_slice(bytes);
         let end = if self.table.is_some() { 0 } else { b'\n' };
-        while let Some(at) = self.pending.iter().position(|&b| b == end) {
-            let chunk: Vec<u8> = self.pending.drain(..=at).collect();
-            let chunk = &chunk[..at];
+        // Only the new bytes are searched: a long text without its zero byte is not
+        // searched again at each read.
+        let mut from = 0;
+        let mut search = self.scanned;
+        while let Some(at) = self.pending[search..]
+            .iter()
+            .position(|&b| b == end)
+            .map(|i| i + search)
+        {
+            let chunk = &self.pending[from..at];
             match self.table {
                 None => {
                     self.undecoded |= !is_text(chunk);
                     out.push(text_line(chunk));
                 }
                 Some(table) if !chunk.is_empty() => {
-                    self.frame_chunk(table, chunk, &mut out);
+                    frame_chunk(table, self.locations, chunk, &mut out);
                 }
                 Some(_) => {}
             }
+            from = at + 1;
+            search = from;
         }
+        self.pending.drain(..from);
+        self.scanned = self.pending.len();
         out
-    }
-
-    /// One zero-ended chunk of rzCOBS output: a frame, text and a frame, or neither.
-    fn frame_chunk(&self, table: &Table, chunk: &[u8], out: &mut Vec<String>) {
-        if let Some(line) = decode_frame(table, self.locations, chunk) {
-            out.push(line);
-            return;
-        }
-        let splits = chunk
-            .iter()
-            .enumerate()
-            .filter(|&(i, &b)| b == b'\n' && i + 1 < chunk.len())
-            .map(|(i, _)| i + 1);
-        for at in splits {
-            if let Some(line) = decode_frame(table, self.locations, &chunk[at..]) {
-                text_lines(&chunk[..at], out);
-                out.push(line);
-                return;
-            }
-        }
-        if is_text(chunk) {
-            text_lines(chunk, out);
-        } else {
-            out.push(format!(
-                "<malformed defmt frame skipped ({} bytes)>",
-                chunk.len()
-            ));
-        }
     }
 
     /// The rest, once the output has ended: text not ended by a newline, or, with defmt,
@@ -366,51 +352,90 @@ impl<'t> LogDecoder<'t> {
     }
 }
 
-/// Decodes one rzCOBS frame (without its zero byte), only if all of it is one frame:
-/// bytes the frame does not use must be the encoding's zero padding.
-fn decode_frame(table: &Table, locations: Option<&Locations>, encoded: &[u8]) -> Option<String> {
-    let data = rzcobs_decode(encoded)?;
-    let (frame, used) = table.decode(&data).ok()?;
-    data[used..]
-        .iter()
-        .all(|&b| b == 0)
-        .then(|| frame_line(&frame, locations))
-}
-
-/// rzCOBS, as defmt-decoder reads it (its decoder is private): groups read from the end;
-/// a byte 0x01..=0x7f says which of the next 7 bytes are zeros (bit set) and which come
-/// next in the input; 0x80..=0xfe is a zero then `(x & 0x7f) + 7` literal bytes; 0xff is
-/// 134 literal bytes.
-fn rzcobs_decode(data: &[u8]) -> Option<Vec<u8>> {
-    let mut res = Vec::with_capacity(data.len() * 2);
-    let mut data = data.iter().rev().copied();
-    while let Some(x) = data.next() {
-        match x {
-            0 => return None,
-            0x01..=0x7f => {
-                for i in 0..7 {
-                    if x & (1 << (6 - i)) == 0 {
-                        res.push(data.next()?);
-                    } else {
-                        res.push(0);
+/// One zero-ended chunk of rzCOBS output: a frame, text and a frame, or neither.
+///
+/// rzCOBS is decoded from the end, so the chunk is decoded once, backwards; after each
+/// whole group the bytes decoded so far are a candidate frame, and the bytes before it
+/// the text written before the frame (with or without a newline). The longest candidate
+/// after text that is a whole frame (the bytes it does not use are the encoding's zero
+/// padding) wins. Linear in the chunk's length: a candidate's check fails at its index
+/// unless the index is in the table.
+fn frame_chunk(table: &Table, locations: Option<&Locations>, chunk: &[u8], out: &mut Vec<String>) {
+    // How much of the chunk's start reads as text.
+    let valid = match std::str::from_utf8(chunk) {
+        Ok(s) => s,
+        Err(e) => std::str::from_utf8(&chunk[..e.valid_up_to()]).unwrap_or(""),
+    };
+    let text_len = valid
+        .char_indices()
+        .find(|&(_, c)| c.is_control() && !matches!(c, '\n' | '\r' | '\t' | '\x1b'))
+        .map(|(i, _)| i)
+        .unwrap_or(valid.len());
+    let text_before = |p: usize| p <= text_len && valid.is_char_boundary(p);
+    // A byte decodes to at most 7 (0x7f: seven zeros).
+    let mut buf = vec![0u8; chunk.len() * 7 + 8];
+    let mut pos = buf.len();
+    let mut p = chunk.len();
+    let mut best: Option<(usize, String)> = None;
+    'groups: while p > 0 {
+        p -= 1;
+        let x = chunk[p];
+        let (zero_first, literals) = match x {
+            0 => break,
+            0x01..=0x7f => (false, 0),
+            0x80..=0xfe => (true, usize::from(x & 0x7f) + 7),
+            0xff => (false, 134),
+        };
+        if x <= 0x7f {
+            for i in 0..7 {
+                pos -= 1;
+                if x & (1 << (6 - i)) == 0 {
+                    if p == 0 {
+                        break 'groups;
                     }
+                    p -= 1;
+                    buf[pos] = chunk[p];
+                } else {
+                    buf[pos] = 0;
                 }
             }
-            0x80..=0xfe => {
-                res.push(0);
-                for _ in 0..(x & 0x7f) + 7 {
-                    res.push(data.next()?);
-                }
+        } else {
+            if zero_first {
+                pos -= 1;
+                buf[pos] = 0;
             }
-            0xff => {
-                for _ in 0..134 {
-                    res.push(data.next()?);
-                }
+            if p < literals {
+                break;
+            }
+            for _ in 0..literals {
+                p -= 1;
+                pos -= 1;
+                buf[pos] = chunk[p];
+            }
+        }
+        if !text_before(p) {
+            continue;
+        }
+        let data = &buf[pos..];
+        if let Ok((frame, used)) = table.decode(data) {
+            if data[used..].iter().all(|&b| b == 0) {
+                best = Some((p, frame_line(&frame, locations)));
             }
         }
     }
-    res.reverse();
-    Some(res)
+    match best {
+        Some((p, line)) => {
+            if p > 0 {
+                text_lines(&chunk[..p], out);
+            }
+            out.push(line);
+        }
+        None if is_text(chunk) => text_lines(chunk, out),
+        None => out.push(format!(
+            "<malformed defmt frame skipped ({} bytes)>",
+            chunk.len()
+        )),
+    }
 }
 
 /// A decoded frame as a line, with its source location when known.

@@ -1455,6 +1455,117 @@ fn fake_qemu_sys(dir: &Path, name: &str, body: &str) -> PathBuf {
     fake_qemu(dir, name, &format!("PATH=/usr/bin:/bin\n{body}"))
 }
 
+/// The runner on `elf` with the stand-in `q`, stdout and stderr piped, plain-program
+/// timeout `secs`; stderr's lines come from a thread (so it never blocks).
+fn spawn_runner(
+    d: &Path,
+    q: &Path,
+    elf: &Path,
+    secs: &str,
+) -> (Procs, std::sync::mpsc::Receiver<String>) {
+    let mut runner = runner_cmd(
+        d,
+        &[
+            "--target",
+            "thumbv7m-none-eabi",
+            "--program-timeout",
+            secs,
+            "--qemu",
+            q.to_str().unwrap(),
+            elf.to_str().unwrap(),
+        ],
+        &[],
+    )
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    let err = lines_of(runner.stderr.take().unwrap());
+    (Procs { runner, qemu: None }, err)
+}
+
+/// Waits up to `secs` for the runner to end; its status.
+fn ended_within(p: &mut Procs, secs: u64) -> Option<std::process::ExitStatus> {
+    let mut status = None;
+    within(secs, || {
+        status = p.runner.try_wait().unwrap();
+        status.is_some()
+    });
+    status
+}
+
+/// All that `rx` gives until it ends (or `secs` pass).
+fn all_of(rx: &std::sync::mpsc::Receiver<String>, secs: u64) -> String {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    let mut s = String::new();
+    while let Some(left) = end.checked_duration_since(std::time::Instant::now()) {
+        match rx.recv_timeout(left) {
+            Ok(l) => {
+                s.push_str(&l);
+                s.push('\n');
+            }
+            Err(_) => break,
+        }
+    }
+    s
+}
+
+#[test]
+fn long_text_before_a_defmt_frame_is_decoded_in_linear_time() {
+    // 200,000 lines of text glued to one frame took minutes when each newline started a
+    // new decoding of the rest of the chunk.
+    let d = scratch("linear-decode");
+    let q = fake_qemu_sys(
+        &d,
+        "qemu-system-arm",
+        r"seq 1 200000; printf '\002\176\000'; exit 0",
+    );
+    let elf = defmt_elf(&d, &["first", "second"]);
+    let (mut p, _err) = spawn_runner(&d, &q, &elf, "60");
+    let rx = lines_of(p.runner.stdout.take().unwrap());
+    let status = ended_within(&mut p, 15).expect("decoding took more than 15 s");
+    let out = all_of(&rx, 5);
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(status.success(), "{status:?}");
+    assert_eq!(
+        lines.len(),
+        200001,
+        "{:?}",
+        &lines[lines.len().saturating_sub(3)..]
+    );
+    assert_eq!(lines[199999], "200000");
+    assert!(lines[200000].contains("second"), "{}", lines[200000]);
+}
+
+#[test]
+fn text_without_a_newline_before_a_frame_is_shown_and_the_frame_decoded() {
+    let d = scratch("no-newline-frame");
+    let q = fake_qemu_sys(
+        &d,
+        "qemu-system-arm",
+        r"printf '\001\176\000progress: 50%%\002\176\000\003\176\000'; exit 0",
+    );
+    let elf = defmt_elf(&d, &["first", "second", "third"]);
+    let o = runner(
+        &d,
+        &[
+            "--target",
+            "thumbv7m-none-eabi",
+            "--qemu",
+            q.to_str().unwrap(),
+            elf.to_str().unwrap(),
+        ],
+        &[],
+    );
+    let out = text(&o.stdout);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 4, "{out}");
+    assert!(lines[0].contains("first"), "{out}");
+    assert_eq!(lines[1], "progress: 50%", "{out}");
+    assert!(lines[2].contains("second"), "{out}");
+    assert!(lines[3].contains("third"), "{out}");
+}
+
 #[test]
 fn a_big_endian_elf_is_refused_before_qemu_starts() {
     use object::write::Object;
