@@ -1,18 +1,25 @@
-//! QEMU dies with the runner, whatever kills the runner.
+//! QEMU dies with the runner, whatever ends the runner.
 //!
-//! Two mechanisms, because neither covers everything alone:
-//! * on Linux the child asks the kernel for `SIGKILL` when the thread that started it
-//!   dies (`PR_SET_PDEATHSIG`, set between fork and exec): this covers a `SIGKILL` of
-//!   the runner, a panic, anything;
-//! * `SIGINT`, `SIGTERM`, `SIGHUP` and `SIGQUIT` are caught while a QEMU runs: the loop
-//!   that watches QEMU kills and reaps it, shows what QEMU printed, then the runner dies of the same signal (its
-//!   default action), so its parent sees the conventional status (a shell's 128+signo).
-//!   Signals the runner was started with ignored (`nohup`) stay ignored. Outside a QEMU
-//!   run the handler only restores the default action and re-raises: the runner behaves
-//!   as if it had none.
+//! * QEMU starts in a process group of its own (`setpgid` between fork and exec), and
+//!   every kill is of the whole group: a QEMU that is a wrapper script, or one that
+//!   started helpers, goes with everything it started (unless a process left the group
+//!   on purpose, `setsid`).
+//! * On Linux the child also asks the kernel for `SIGKILL` when the runner dies
+//!   (`PR_SET_PDEATHSIG`, set between fork and exec): this covers a `SIGKILL` of the
+//!   runner, a panic, anything. It reaches only the direct child: if that is a wrapper
+//!   script that runs the real QEMU without `exec`, a `SIGKILL` of the runner (which no
+//!   process can catch) leaves the real QEMU running. Use `exec` in such wrappers.
+//! * `SIGINT`, `SIGTERM`, `SIGHUP` and `SIGQUIT` are caught while a QEMU runs: a thread
+//!   that never writes to stdout (the runner's control thread) kills QEMU's group, reaps
+//!   it, lets the output still in QEMU's pipe be shown, then the runner dies of the same
+//!   signal (its default action), so its parent sees the conventional status (a shell's
+//!   128+signo). Signals the runner was started with ignored (`nohup`) stay ignored.
+//!   Outside a QEMU run the handler only restores the default action and re-raises: the
+//!   runner behaves as if it had none.
+//! * A closed stdout (the runner piped into `head`) kills QEMU's group, and the runner
+//!   ends as a program killed by `SIGPIPE` does.
 //!
-//! The handler never touches the child itself (it only records the signal), so it cannot
-//! kill a reaped QEMU's recycled pid.
+//! The handler never touches the child itself (it only records the signal).
 
 use std::process::{Child, Command};
 use std::sync::atomic::{AtomicI32, Ordering::SeqCst};
@@ -24,13 +31,16 @@ const ACTIVE: i32 = -1;
 /// [`IDLE`], [`ACTIVE`], or the number of the signal that came while [`ACTIVE`].
 static STATE: AtomicI32 = AtomicI32::new(IDLE);
 
+/// The process group of the QEMU that runs now (0: none).
+static GROUP: AtomicI32 = AtomicI32::new(0);
+
 #[cfg(unix)]
 const CAUGHT: [libc::c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
 
 #[cfg(unix)]
 extern "C" fn on_signal(sig: libc::c_int) {
     match STATE.compare_exchange(ACTIVE, sig, SeqCst, SeqCst) {
-        // The watching loop kills QEMU, then re-raises.
+        // The control thread kills QEMU, then re-raises.
         Ok(_) => {}
         Err(IDLE) => die_of(sig),
         // Another signal is already being handled.
@@ -41,11 +51,17 @@ extern "C" fn on_signal(sig: libc::c_int) {
 /// Restores `sig`'s default action and raises it: the process ends as the signal's
 /// default says (inside the handler, when it returns). Async-signal-safe.
 #[cfg(unix)]
-fn die_of(sig: libc::c_int) {
-    // SAFETY: signal(2) and raise(3) are async-signal-safe and take plain integers.
+pub(crate) fn die_of(sig: libc::c_int) {
+    // SAFETY: signal(2) and kill(2) are async-signal-safe and take plain integers. The
+    // signal goes to the process (raise(3) would pick the calling thread, where a
+    // blocked signal would wait).
     unsafe {
         libc::signal(sig, libc::SIG_DFL);
-        libc::raise(sig);
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, sig);
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+        libc::kill(libc::getpid(), sig);
     }
 }
 
@@ -56,7 +72,7 @@ fn install_handlers() {
     ONCE.call_once(|| {
         for sig in CAUGHT {
             // SAFETY: a zeroed sigaction is a valid value (no handler, no flags); the
-            // handler only does async-signal-safe things (an atomic, signal, raise).
+            // handler only does async-signal-safe things (an atomic, signal, kill).
             unsafe {
                 let mut old: libc::sigaction = std::mem::zeroed();
                 if libc::sigaction(sig, std::ptr::null(), &mut old) != 0
@@ -74,35 +90,103 @@ fn install_handlers() {
     });
 }
 
-/// Starts `cmd` as a child that dies with this process (see the module docs).
-pub(crate) fn spawn(cmd: &mut Command) -> std::io::Result<Child> {
+/// Starts `cmd` as a child in a process group of its own that dies with this process
+/// (see the module docs); the group is [`kill_group`]'s until [`Group`] is dropped.
+pub(crate) fn spawn(cmd: &mut Command) -> std::io::Result<(Child, Group)> {
     #[cfg(unix)]
-    install_handlers();
-    #[cfg(target_os = "linux")]
     {
         use std::os::unix::process::CommandExt;
-        // SAFETY: getpid before the fork; in the child only prctl, getppid and raise,
-        // which are async-signal-safe, and no allocation.
+        install_handlers();
+        // SAFETY: getpid before the fork; in the child only setpgid, prctl, getppid and
+        // kill, which are async-signal-safe, and no allocation.
         unsafe {
+            #[cfg(target_os = "linux")]
             let parent = libc::getpid();
             cmd.pre_exec(move || {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                if libc::setpgid(0, 0) != 0 {
                     return Err(std::io::Error::last_os_error());
                 }
-                // The parent died before the request took effect: nobody would kill us.
-                if libc::getppid() != parent {
-                    libc::raise(libc::SIGKILL);
+                #[cfg(target_os = "linux")]
+                {
+                    if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    // The parent died before the request took effect: nobody would kill us.
+                    if libc::getppid() != parent {
+                        libc::kill(libc::getpid(), libc::SIGKILL);
+                    }
                 }
                 Ok(())
             });
         }
     }
-    cmd.spawn()
+    let child = cmd.spawn()?;
+    let pgid = child.id() as i32;
+    GROUP.store(pgid, SeqCst);
+    Ok((child, Group(pgid)))
+}
+
+/// The process group of a running QEMU (its pid): [`kill_group`] kills it until this is
+/// dropped.
+pub(crate) struct Group(i32);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        let _ = GROUP.compare_exchange(self.0, 0, SeqCst, SeqCst);
+    }
+}
+
+/// Kills every process of the QEMU group that runs now, if any.
+pub(crate) fn kill_group() {
+    let g = GROUP.load(SeqCst);
+    #[cfg(unix)]
+    if g > 0 {
+        // SAFETY: kill(2) with a negative pid: the group QEMU leads (its leader not yet
+        // reaped, or its group still has members, so the id is not reused).
+        unsafe {
+            libc::kill(-g, libc::SIGKILL);
+        }
+    }
+}
+
+/// Whether `child` has exited, without reaping it (so that its pid, the group's id,
+/// stays taken while the group is killed).
+pub(crate) fn has_exited(child: &mut Child) -> std::io::Result<bool> {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: waitid(2) with a zeroed siginfo to fill; WNOWAIT leaves it a zombie.
+        unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            let r = libc::waitid(
+                libc::P_PID,
+                child.id(),
+                &mut info,
+                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+            );
+            if r != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(info.si_pid() != 0)
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        child.try_wait().map(|s| s.is_some())
+    }
+}
+
+/// The runner's stdout was closed (piped into `head`, say): QEMU's group is killed and
+/// the runner ends as `SIGPIPE` ends a program.
+pub(crate) fn stdout_closed() -> ! {
+    kill_group();
+    #[cfg(unix)]
+    die_of(libc::SIGPIPE);
+    std::process::exit(141)
 }
 
 /// Marks a QEMU run as watched (begun before QEMU starts): signals from now on are left
-/// to [`Watch::pending`] until the watch is dropped (after the child is reaped); one that
-/// came when the watch is dropped ends the process then.
+/// to [`Watch::pending`] until the watch is dropped; one that came when the watch is
+/// dropped ends the process then.
 pub(crate) struct Watch(());
 
 impl Watch {
@@ -112,9 +196,8 @@ impl Watch {
         Watch(())
     }
 
-    /// The signal that came while this QEMU ran, if any: the caller kills and reaps
-    /// QEMU, shows what it printed, then calls [`die_now`].
-    pub(crate) fn pending(&self) -> Option<i32> {
+    /// The signal that came while this QEMU ran, if any.
+    pub(crate) fn pending() -> Option<i32> {
         Some(STATE.load(SeqCst)).filter(|&sig| sig > 0)
     }
 }
@@ -123,7 +206,6 @@ impl Drop for Watch {
     fn drop(&mut self) {
         if let Err(sig) = STATE.compare_exchange(ACTIVE, IDLE, SeqCst, SeqCst) {
             if sig > 0 {
-                // The child is already reaped (or was never watched past this point).
                 die_now(sig);
             }
         }
@@ -136,7 +218,40 @@ pub(crate) fn die_now(sig: i32) -> ! {
     use std::io::Write;
     let _ = std::io::stdout().flush();
     let _ = std::io::stderr().flush();
+    die_without_flushing(sig)
+}
+
+/// [`die_now`] without touching stdout (which may be blocked).
+pub(crate) fn die_without_flushing(sig: i32) -> ! {
     #[cfg(unix)]
     die_of(sig);
+    // SAFETY: _exit(2) ends the process at once, without running (blocking) cleanups.
+    #[cfg(unix)]
+    unsafe {
+        libc::_exit(128 + sig)
+    };
+    #[cfg(not(unix))]
     std::process::exit(128 + sig)
+}
+
+/// Writes `msg` to stderr from a thread of its own, waiting for it at most 200 ms (stderr
+/// may be blocked too): for the control thread, which must not block.
+pub(crate) fn tell(msg: String) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        eprintln!("{msg}");
+        let _ = tx.send(());
+    });
+    let _ = rx.recv_timeout(std::time::Duration::from_millis(200));
+}
+
+/// Ends the process at once with `code`, without flushing (stdout may be blocked).
+pub(crate) fn exit_now(code: i32) -> ! {
+    // SAFETY: _exit(2) ends the process at once.
+    #[cfg(unix)]
+    unsafe {
+        libc::_exit(code)
+    };
+    #[cfg(not(unix))]
+    std::process::exit(code)
 }

@@ -331,6 +331,24 @@ impl<'t> LogDecoder<'t> {
         out
     }
 
+    /// The output has been quiet for a while: text not yet ended (by a newline, or by the
+    /// zero byte of a defmt frame glued to it) is shown now, as it would be on a
+    /// terminal. What might be the start of a defmt frame (not text) is kept.
+    pub(crate) fn idle(&mut self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.stopped || self.raw.is_some() || self.pending.is_empty() {
+            return out;
+        }
+        if self.table.is_some() && !is_text(&self.pending) {
+            return out;
+        }
+        let rest = std::mem::take(&mut self.pending);
+        self.scanned = 0;
+        self.undecoded |= self.table.is_none() && !is_text(&rest);
+        text_lines(&rest, &mut out);
+        out
+    }
+
     /// The rest, once the output has ended: text not ended by a newline, or, with defmt,
     /// whatever followed the last frame (a panic message written as plain text).
     pub(crate) fn finish(&mut self) -> Vec<String> {

@@ -30,6 +30,28 @@ pub use qemu::{find_qemu, install_qemu, QEMU_DIR_VAR};
 use defmt_decoder::Table;
 use std::time::{Duration, Instant};
 
+/// Writes to stdout; a closed stdout (the runner piped into `head`) kills QEMU and ends
+/// the runner as `SIGPIPE` would, never a panic.
+fn say(args: std::fmt::Arguments, flush: bool) {
+    use std::io::Write;
+    let mut o = std::io::stdout().lock();
+    if o.write_fmt(args).is_err() || (flush && o.flush().is_err()) {
+        drop(o);
+        child::stdout_closed();
+    }
+}
+
+/// `println!` through [`say`].
+macro_rules! outln {
+    () => { say(format_args!("\n"), false) };
+    ($($t:tt)*) => { say(format_args!("{}\n", format_args!($($t)*)), false) };
+}
+
+/// `print!` and a flush, through [`say`].
+macro_rules! out {
+    ($($t:tt)*) => { say(format_args!($($t)*), true) };
+}
+
 /// How a target boots in QEMU: the system emulator and its machine arguments.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Machine {
@@ -387,7 +409,7 @@ pub fn parse(args: &[String]) -> Result<Option<Options>, String> {
             "--expect" => expect = Some(value(it.next(), "--expect")?),
             "--machines" => {
                 for k in KNOWN {
-                    println!(
+                    outln!(
                         "{:<30} {} -machine {}{}{}",
                         k.target,
                         k.qemu,
@@ -397,13 +419,13 @@ pub fn parse(args: &[String]) -> Result<Option<Options>, String> {
                     );
                 }
                 for (prefix, m) in ALTERNATIVES {
-                    println!("{:<30} also --machine {m}", format!("{prefix}*"));
+                    outln!("{:<30} also --machine {m}", format!("{prefix}*"));
                 }
                 return Ok(None);
             }
             "--memory-map" => print_map = true,
             "-h" | "--help" => {
-                println!("{USAGE}");
+                outln!("{USAGE}");
                 return Ok(None);
             }
             "--exact" => exact = true,
@@ -478,7 +500,7 @@ pub fn parse(args: &[String]) -> Result<Option<Options>, String> {
                 m.qemu, m.machine
             )
         })?;
-        println!("{map}");
+        outln!("{map}");
         return Ok(None);
     }
     if ignored_only && include_ignored {
@@ -527,7 +549,7 @@ pub fn cli(args: &[String]) -> Result<(), String> {
             }
         }
         let bin = install_qemu(dir.as_deref())?;
-        println!("QEMU is ready: {}", bin.display());
+        outln!("QEMU is ready: {}", bin.display());
         return Ok(());
     }
     match parse(args)? {
@@ -541,8 +563,12 @@ pub fn cli(args: &[String]) -> Result<(), String> {
 /// While a QEMU runs, `SIGINT`, `SIGTERM`, `SIGHUP` and `SIGQUIT` (those not ignored)
 /// have a handler, installed once for the process: such a signal kills QEMU, shows what
 /// it printed, and ends the process as the signal would. Outside a QEMU run the handler
-/// does what the default action does. On Linux QEMU is also killed when the runner dies
-/// in any other way (`PR_SET_PDEATHSIG`, `SIGKILL` included).
+/// does what the default action does. QEMU runs in a process group of its own, killed
+/// whole. On Linux QEMU is also killed when the runner dies in any other way
+/// (`PR_SET_PDEATHSIG`, `SIGKILL` included), but that reaches only the process started
+/// (not what a wrapper script started without `exec`). A closed stdout kills QEMU and
+/// ends the process as `SIGPIPE` would; a stdout nobody reads does not stop the signals
+/// or the timeout (a thread of its own, which never writes to stdout, acts on them).
 ///
 /// # Errors
 /// A message: QEMU missing or failing to start, an unreadable ELF, failed tests, a
@@ -576,7 +602,7 @@ pub fn run(o: &Options) -> Result<(), String> {
             &[],
             "qemu: ",
             &mut dec,
-            &mut |l| println!("{l}"),
+            &mut |l| outln!("{l}"),
         )?;
         if let Some(why) = r.failed_to_start(&qemu) {
             return Err(why);
@@ -591,6 +617,7 @@ pub fn run(o: &Options) -> Result<(), String> {
         match r.verdict {
             Verdict::Exit(0) => {}
             Verdict::Exit(code) => return Err(format!("the firmware exited with {code}")),
+            Verdict::Signal(sig) => return Err(format!("QEMU was killed by {}", signal_name(sig))),
             Verdict::Timeout => {
                 return Err(format!(
                     "the firmware did not finish within {} s",
@@ -635,7 +662,7 @@ pub fn run(o: &Options) -> Result<(), String> {
         return Ok(());
     }
     let bin = o.elf.rsplit('/').next().unwrap_or(&o.elf);
-    println!(
+    outln!(
         "\nrunning {} ({}, {bin})",
         plural(selected.len(), "test"),
         o.machine.machine
@@ -646,7 +673,7 @@ pub fn run(o: &Options) -> Result<(), String> {
     let mut told_undecoded = false;
     for t in selected {
         if t.ignored && !o.ignored_only && !o.include_ignored {
-            println!("test {} ... ignored", t.name);
+            outln!("test {} ... ignored", t.name);
             ignored += 1;
             continue;
         }
@@ -654,8 +681,7 @@ pub fn run(o: &Options) -> Result<(), String> {
         let entry = t.entry.to_string();
         // As libtest with one thread: the name while the test runs, then its output
         // (indented) as it comes; the result line is repeated whole after any output.
-        print!("test {} ... ", t.name);
-        let _ = std::io::Write::flush(&mut std::io::stdout());
+        out!("test {} ... ", t.name);
         let mut dec = elf::LogDecoder::new(table.as_ref(), locs.as_ref());
         let mut printed = false;
         let mut r = run_one(
@@ -668,15 +694,15 @@ pub fn run(o: &Options) -> Result<(), String> {
             &mut dec,
             &mut |l| {
                 if !printed {
-                    println!();
+                    outln!();
                     printed = true;
                 }
-                println!("    {l}");
+                outln!("    {l}");
             },
         )?;
         if let Some(why) = r.failed_to_start(&qemu) {
             if !printed {
-                println!();
+                outln!();
             }
             return Err(why);
         }
@@ -692,6 +718,7 @@ pub fn run(o: &Options) -> Result<(), String> {
                 (true, format!("panicked as expected (exit {code})"))
             }
             Verdict::Exit(code) => (false, format!("exit code {code}")),
+            Verdict::Signal(sig) => (false, format!("QEMU was killed by {}", signal_name(sig))),
             Verdict::Timeout => (false, format!("timed out after {} s", t.timeout.as_secs())),
         };
         let why = if !ok && lines.is_empty() && rtt_only {
@@ -700,9 +727,9 @@ pub fn run(o: &Options) -> Result<(), String> {
             why
         };
         if printed {
-            print!("test {} ... ", t.name);
+            out!("test {} ... ", t.name);
         }
-        println!(
+        outln!(
             "{} ({:.2} s)",
             if ok { "ok" } else { "FAILED" },
             t0.elapsed().as_secs_f64()
@@ -715,16 +742,16 @@ pub fn run(o: &Options) -> Result<(), String> {
         }
     }
     if !failures.is_empty() {
-        println!("\nfailures:");
+        outln!("\nfailures:");
         for (name, why, lines) in &failures {
-            println!("\n---- {name} ({why}) ----");
+            outln!("\n---- {name} ({why}) ----");
             for l in lines {
-                println!("    {l}");
+                outln!("    {l}");
             }
         }
-        println!();
+        outln!();
     }
-    println!(
+    outln!(
         "test result: {}. {passed} passed; {failed} failed; {ignored} ignored; 0 measured; {filtered_out} filtered out; finished in {:.2}s\n",
         if failed == 0 { "ok" } else { "FAILED" },
         start.elapsed().as_secs_f64()
@@ -741,14 +768,14 @@ pub fn run(o: &Options) -> Result<(), String> {
 fn print_list<'a>(names: impl Iterator<Item = &'a str>, terse: bool) {
     let mut n = 0;
     for name in names {
-        println!("{name}: test");
+        outln!("{name}: test");
         n += 1;
     }
     if !terse {
         if n != 0 {
-            println!();
+            outln!();
         }
-        println!("{}, 0 benchmarks", plural(n, "test"));
+        outln!("{}, 0 benchmarks", plural(n, "test"));
     }
 }
 
@@ -802,7 +829,37 @@ fn diff(want: &str, got: &str) -> String {
 
 enum Verdict {
     Exit(i32),
+    /// QEMU was killed by this signal (not by the runner).
+    Signal(i32),
     Timeout,
+}
+
+/// A signal's name (`SIGKILL`), or its number.
+fn signal_name(sig: i32) -> String {
+    #[cfg(unix)]
+    {
+        let names = [
+            (libc::SIGHUP, "SIGHUP"),
+            (libc::SIGINT, "SIGINT"),
+            (libc::SIGQUIT, "SIGQUIT"),
+            (libc::SIGILL, "SIGILL"),
+            (libc::SIGTRAP, "SIGTRAP"),
+            (libc::SIGABRT, "SIGABRT"),
+            (libc::SIGBUS, "SIGBUS"),
+            (libc::SIGFPE, "SIGFPE"),
+            (libc::SIGKILL, "SIGKILL"),
+            (libc::SIGSEGV, "SIGSEGV"),
+            (libc::SIGPIPE, "SIGPIPE"),
+            (libc::SIGALRM, "SIGALRM"),
+            (libc::SIGTERM, "SIGTERM"),
+            (libc::SIGUSR1, "SIGUSR1"),
+            (libc::SIGUSR2, "SIGUSR2"),
+        ];
+        if let Some((_, n)) = names.iter().find(|(s, _)| *s == sig) {
+            return format!("{n} ({sig})");
+        }
+    }
+    format!("signal {sig}")
 }
 
 /// One QEMU run: how it ended, the firmware's output (decoded), QEMU's stderr.
@@ -841,11 +898,282 @@ impl RunResult {
     }
 }
 
+/// How long a quiet output waits before a partial line (text without its newline, or
+/// text not yet followed by a defmt frame's zero byte) is shown.
+const QUIET: Duration = Duration::from_millis(50);
+
+/// How long the control thread lets the main thread show what is left once QEMU is gone
+/// (after a signal, or past the timeout) before it ends the runner without it.
+const GRACE: Duration = Duration::from_secs(2);
+
+/// How often the pipe readers look at their stop flag.
+const POLL: Duration = Duration::from_millis(20);
+
+/// One pipe reader's state, shared with the main thread.
+#[derive(Default)]
+struct ReaderState {
+    /// Times the pipe was found empty (a poll that timed out): the reader held nothing.
+    idle: std::sync::atomic::AtomicU64,
+    /// The pipe reached its end (every writer closed it) or the reader stopped.
+    done: std::sync::atomic::AtomicBool,
+}
+
+/// Reads `pipe` in a thread, giving each chunk to `sink` (false: stop), until its end or
+/// `stop`. Polls, so that it notices `stop` and tells when the pipe is empty.
+fn reader<P, F>(
+    pipe: P,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    mut sink: F,
+) -> (
+    std::sync::Arc<ReaderState>,
+    std::thread::JoinHandle<F::Output>,
+)
+where
+    P: std::io::Read + std::os::fd::AsRawFd + Send + 'static,
+    F: ReaderSink + Send + 'static,
+    F::Output: Send + 'static,
+{
+    use std::sync::atomic::Ordering::SeqCst;
+    let state = std::sync::Arc::new(ReaderState::default());
+    let st = state.clone();
+    let handle = std::thread::spawn(move || {
+        let mut pipe = pipe;
+        let mut buf = vec![0u8; 64 * 1024];
+        while !stop.load(SeqCst) {
+            let mut fd = libc::pollfd {
+                fd: pipe.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: poll(2) on one pollfd of a pipe this thread owns.
+            let r = unsafe { libc::poll(&mut fd, 1, POLL.as_millis() as libc::c_int) };
+            if r == 0 {
+                st.idle.fetch_add(1, SeqCst);
+                continue;
+            }
+            if r < 0 {
+                if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                break;
+            }
+            match pipe.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    if !sink.take(&buf[..n]) {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        st.done.store(true, SeqCst);
+        sink.end()
+    });
+    (state, handle)
+}
+
+/// Where a [`reader`] puts what it reads.
+trait ReaderSink {
+    type Output;
+    fn take(&mut self, bytes: &[u8]) -> bool;
+    fn end(self) -> Self::Output;
+}
+
+/// QEMU's stdout goes to the main thread; a bounded channel, so that output the main
+/// thread cannot write yet stays in QEMU's pipe (QEMU waits, as it would on a terminal).
+struct ToMain(std::sync::mpsc::SyncSender<Vec<u8>>);
+
+impl ReaderSink for ToMain {
+    type Output = ();
+    fn take(&mut self, bytes: &[u8]) -> bool {
+        self.0.send(bytes.to_vec()).is_ok()
+    }
+    fn end(self) {}
+}
+
+/// QEMU's stderr goes to the runner's, each line after a prefix; kept for the verdict.
+struct ToStderr {
+    prefix: String,
+    partial: Vec<u8>,
+    all: String,
+}
+
+impl ToStderr {
+    fn line(&mut self, l: &[u8]) {
+        let l = String::from_utf8_lossy(l);
+        let l = l.trim_end_matches('\r');
+        if !l.trim().is_empty() {
+            eprintln!("{}{l}", self.prefix);
+        }
+        self.all.push_str(l);
+        self.all.push('\n');
+    }
+}
+
+impl ReaderSink for ToStderr {
+    type Output = String;
+    fn take(&mut self, bytes: &[u8]) -> bool {
+        self.partial.extend_from_slice(bytes);
+        while let Some(at) = self.partial.iter().position(|&b| b == b'\n') {
+            let l: Vec<u8> = self.partial.drain(..=at).collect();
+            self.line(&l[..at]);
+        }
+        true
+    }
+    fn end(mut self) -> String {
+        if !self.partial.is_empty() {
+            let l = std::mem::take(&mut self.partial);
+            self.line(&l);
+        }
+        self.all
+    }
+}
+
+/// What the control thread found (it owns QEMU).
+const RUNNING: u8 = 0;
+const EXITED: u8 = 1;
+const TIMED_OUT: u8 = 2;
+const SIGNALLED: u8 = 3;
+
+/// Shared between the main thread and the control thread of one run.
+#[derive(Default)]
+struct Control {
+    /// [`RUNNING`], [`EXITED`], [`TIMED_OUT`], [`SIGNALLED`]: set once QEMU's group is
+    /// killed and QEMU reaped.
+    ended: std::sync::atomic::AtomicU8,
+    /// QEMU's status, once ended: an exit code, or `-signal`.
+    status: std::sync::atomic::AtomicI32,
+    /// The signal the runner got.
+    signal: std::sync::atomic::AtomicI32,
+    /// The readers' idle counts when QEMU ended.
+    idle_at_end: [std::sync::atomic::AtomicU64; 2],
+    /// The main thread is done with the run (the control thread must not end the runner).
+    main_done: std::sync::atomic::AtomicBool,
+    /// The control thread gave up on the main thread and is ending the runner.
+    gave_up: std::sync::atomic::AtomicBool,
+}
+
+impl Control {
+    /// The main thread says it is done; false if the control thread already gave up (and
+    /// is ending the runner).
+    fn main_done(&self) -> bool {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.main_done.store(true, SeqCst);
+        !self.gave_up.load(SeqCst)
+    }
+
+    /// Waits until `deadline` for the main thread; if it is not done by then, ends the
+    /// runner: with `sig`, or with a failure.
+    fn wait_for_main(&self, deadline: Instant, sig: Option<i32>, why: &str) {
+        use std::sync::atomic::Ordering::SeqCst;
+        while Instant::now() < deadline {
+            if self.main_done.load(SeqCst) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        self.gave_up.store(true, SeqCst);
+        if self.main_done.load(SeqCst) {
+            return;
+        }
+        child::tell(format!(
+            "qemu-embedded-runner: {why}; QEMU's output could not all be shown (the \
+             runner's stdout is not being read): the rest is cut"
+        ));
+        match sig {
+            Some(sig) => child::die_without_flushing(sig),
+            None => child::exit_now(1),
+        }
+    }
+}
+
+/// The control thread: owns QEMU; never writes to stdout. Kills QEMU's group when QEMU
+/// exits (helpers it left), at `deadline`, or on a signal to the runner; then makes sure
+/// the runner ends even if the main thread is stuck on a stdout nobody reads.
+fn control(
+    mut child: std::process::Child,
+    ctl: std::sync::Arc<Control>,
+    readers: [std::sync::Arc<ReaderState>; 2],
+    deadline: Instant,
+    timeout: Duration,
+) {
+    use std::sync::atomic::Ordering::SeqCst;
+    let end = |how: u8, child: &mut std::process::Child| {
+        child::kill_group();
+        let status = match child.wait() {
+            Ok(st) => {
+                #[cfg(unix)]
+                let sig = std::os::unix::process::ExitStatusExt::signal(&st);
+                #[cfg(not(unix))]
+                let sig: Option<i32> = None;
+                match (st.code(), sig) {
+                    (Some(c), _) => c,
+                    (None, Some(s)) => -s,
+                    (None, None) => -1,
+                }
+            }
+            Err(_) => -libc::SIGKILL,
+        };
+        ctl.status.store(status, SeqCst);
+        for (i, r) in readers.iter().enumerate() {
+            ctl.idle_at_end[i].store(r.idle.load(SeqCst), SeqCst);
+        }
+        ctl.ended.store(how, SeqCst);
+    };
+    loop {
+        if let Some(sig) = child::Watch::pending() {
+            ctl.signal.store(sig, SeqCst);
+            end(SIGNALLED, &mut child);
+            ctl.wait_for_main(
+                Instant::now() + GRACE,
+                Some(sig),
+                &format!("ended by {}", signal_name(sig)),
+            );
+            break;
+        }
+        match child::has_exited(&mut child) {
+            Ok(true) => {
+                end(EXITED, &mut child);
+                // The output left is shown until the timeout; past it, it is cut.
+                ctl.wait_for_main(
+                    deadline.max(Instant::now()) + GRACE,
+                    None,
+                    &format!(
+                        "the firmware's output did not end within {} s",
+                        timeout.as_secs()
+                    ),
+                );
+                break;
+            }
+            Ok(false) => {}
+            Err(_) => {
+                end(EXITED, &mut child);
+                break;
+            }
+        }
+        if Instant::now() > deadline {
+            end(TIMED_OUT, &mut child);
+            ctl.wait_for_main(
+                Instant::now() + GRACE,
+                None,
+                &format!("the firmware did not finish within {} s", timeout.as_secs()),
+            );
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // A signal that came after QEMU ended is the main thread's (the watch's drop).
+    let _ = child::Watch::pending();
+}
+
 /// Boots `elf_path` in a fresh QEMU with `args` as its semihosting command line; kills
 /// it after `timeout`. The firmware's output is decoded with `dec` and each line given
 /// to `line` as it comes; QEMU's own messages go to stderr as they come, after `prefix`.
 /// A signal to the runner meanwhile kills QEMU, shows what it printed, and ends the
-/// runner as the signal would.
+/// runner as the signal would. Everything QEMU wrote is read to the end of its pipe
+/// (once QEMU and its process group are gone, to where the pipe is empty).
 #[allow(clippy::too_many_arguments)]
 fn run_one(
     qemu: &str,
@@ -857,9 +1185,9 @@ fn run_one(
     dec: &mut elf::LogDecoder,
     line: &mut dyn FnMut(&str),
 ) -> Result<RunResult, String> {
-    use std::io::{BufRead, Read};
     use std::process::{Command, Stdio};
-    use std::sync::mpsc;
+    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+    use std::sync::{mpsc, Arc};
     let mut semihosting = String::from("enable=on,target=native");
     for a in args {
         semihosting.push_str(",arg=");
@@ -883,110 +1211,120 @@ fn run_one(
         .stderr(Stdio::piped());
     // Watched from before the start: a signal meanwhile is handled once QEMU exists.
     let watch = child::Watch::begin();
-    let mut child =
+    let start = Instant::now();
+    let (mut child, group) =
         child::spawn(&mut cmd).map_err(|e| format!("QEMU failed to start: {qemu}: {e}"))?;
-    let (Some(mut out), Some(err)) = (child.stdout.take(), child.stderr.take()) else {
-        let _ = child.kill();
+    let (Some(out), Some(err)) = (child.stdout.take(), child.stderr.take()) else {
+        child::kill_group();
         let _ = child.wait();
         return Err("QEMU's output could not be read".into());
     };
-    let (tx, rx) = mpsc::channel::<Vec<u8>>();
-    std::thread::spawn(move || {
-        let mut buf = vec![0u8; 64 * 1024];
-        loop {
-            match out.read(&mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => {
-                    if tx.send(buf[..n].to_vec()).is_err() {
-                        break;
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(16);
+    let (out_state, out_reader) = reader(out, stop.clone(), ToMain(tx));
+    let (err_state, err_reader) = reader(
+        err,
+        stop.clone(),
+        ToStderr {
+            prefix: prefix.to_string(),
+            partial: Vec::new(),
+            all: String::new(),
+        },
+    );
+    let ctl = Arc::new(Control::default());
+    let control_thread = {
+        let (ctl, readers) = (ctl.clone(), [out_state.clone(), err_state.clone()]);
+        let deadline = start + timeout;
+        std::thread::spawn(move || control(child, ctl, readers, deadline, timeout))
+    };
+    let mut lines = Vec::new();
+    let mut no_output = true;
+    let mut last_data = Instant::now();
+    let mut flushed = true;
+    loop {
+        match rx.recv_timeout(Duration::from_millis(5)) {
+            Ok(bytes) => {
+                no_output = false;
+                for l in dec.push(&bytes) {
+                    line(&l);
+                    lines.push(l);
+                }
+                last_data = Instant::now();
+                flushed = false;
+            }
+            // QEMU's stdout has ended; its stderr may not have.
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                let ended = ctl.ended.load(SeqCst) != RUNNING;
+                let err_drained = err_state.done.load(SeqCst)
+                    || err_state.idle.load(SeqCst) >= ctl.idle_at_end[1].load(SeqCst) + 2;
+                if ended && err_drained {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if !flushed && last_data.elapsed() >= QUIET {
+                    for l in dec.idle() {
+                        line(&l);
+                        lines.push(l);
+                    }
+                    flushed = true;
+                }
+                // Once QEMU's group is gone, the pipes seen empty since mean all is read
+                // (a process that left the group may hold them open: not waited for).
+                if ctl.ended.load(SeqCst) != RUNNING {
+                    let drained = [&out_state, &err_state].iter().enumerate().all(|(i, r)| {
+                        r.done.load(SeqCst)
+                            || r.idle.load(SeqCst) >= ctl.idle_at_end[i].load(SeqCst) + 2
+                    });
+                    if drained {
+                        stop.store(true, SeqCst);
                     }
                 }
             }
         }
-    });
-    let prefix = prefix.to_string();
-    let err_reader = std::thread::spawn(move || {
-        let mut all = String::new();
-        for l in std::io::BufReader::new(err).split(b'\n') {
-            let Ok(l) = l else { break };
-            let l = String::from_utf8_lossy(&l);
-            let l = l.trim_end_matches('\r');
-            if !l.trim().is_empty() {
-                eprintln!("{prefix}{l}");
-            }
-            all.push_str(l);
-            all.push('\n');
-        }
-        all
-    });
-    let mut lines = Vec::new();
-    let mut no_output = true;
-    let mut take = |bytes: &[u8], lines: &mut Vec<String>, line: &mut dyn FnMut(&str)| {
-        no_output = false;
-        for l in dec.push(bytes) {
-            line(&l);
-            lines.push(l);
-        }
-    };
-    let start = Instant::now();
-    let verdict = loop {
-        if let Some(sig) = watch.pending() {
-            let _ = child.kill();
-            let _ = child.wait();
-            // What is still in the pipe, read until QEMU's end of it is closed.
-            let drain_end = Instant::now() + Duration::from_secs(1);
-            while let Some(left) = drain_end.checked_duration_since(Instant::now()) {
-                match rx.recv_timeout(left) {
-                    Ok(bytes) => take(&bytes, &mut lines, line),
-                    Err(_) => break,
-                }
-            }
-            for l in dec.finish() {
-                line(&l);
-            }
-            child::die_now(sig);
-        }
-        match rx.recv_timeout(Duration::from_millis(5)) {
-            Ok(bytes) => take(&bytes, &mut lines, line),
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-            // QEMU closed its output but has not exited yet.
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                std::thread::sleep(Duration::from_millis(5))
-            }
-        }
-        match child.try_wait() {
-            Ok(Some(st)) => break Verdict::Exit(st.code().unwrap_or(-1)),
-            Ok(None) => {}
-            Err(e) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!("waiting for QEMU: {e}"));
-            }
-        }
-        if start.elapsed() > timeout {
-            let _ = child.kill();
-            let _ = child.wait();
-            break Verdict::Timeout;
-        }
-    };
-    drop(watch);
-    // What QEMU wrote before it ended; a process QEMU left holding the pipe is not
-    // waited for long.
-    let drain_end = Instant::now() + Duration::from_secs(2);
-    while let Some(left) = drain_end.checked_duration_since(Instant::now()) {
-        match rx.recv_timeout(left) {
-            Ok(bytes) => take(&bytes, &mut lines, line),
-            Err(_) => break,
-        }
+    }
+    stop.store(true, SeqCst);
+    let _ = out_reader.join();
+    let stderr = err_reader.join().unwrap_or_default();
+    // The reader has ended, so QEMU has ended (its group killed) or the pipe closed: the
+    // control thread ends it now if it has not.
+    while ctl.ended.load(SeqCst) == RUNNING {
+        std::thread::sleep(Duration::from_millis(5));
     }
     for l in dec.finish() {
         line(&l);
         lines.push(l);
     }
+    let how = ctl.ended.load(SeqCst);
+    if how == SIGNALLED {
+        let sig = ctl.signal.load(SeqCst);
+        if ctl.main_done() {
+            child::die_now(sig);
+        }
+        // The control thread is ending the runner.
+        loop {
+            std::thread::park();
+        }
+    }
+    if !ctl.main_done() {
+        loop {
+            std::thread::park();
+        }
+    }
+    let _ = control_thread.join();
+    drop(group);
+    drop(watch);
+    let status = ctl.status.load(SeqCst);
+    let verdict = match how {
+        TIMED_OUT => Verdict::Timeout,
+        _ if status < 0 => Verdict::Signal(-status),
+        _ => Verdict::Exit(status),
+    };
     Ok(RunResult {
         verdict,
         lines,
         no_output,
-        stderr: err_reader.join().unwrap_or_default(),
+        stderr,
     })
 }
