@@ -219,6 +219,26 @@ fn not_elf(bytes: &[u8], path: &str) -> String {
     )
 }
 
+/// Whether `elf` is a defmt firmware stripped of its symbols (`strip`, `lld
+/// --strip-all`): the `.defmt` section is kept, but the symbols that are the table are
+/// gone, so the table cannot be read.
+pub(crate) fn stripped_defmt(elf: &[u8]) -> bool {
+    object::File::parse(elf).is_ok_and(|f| {
+        f.section_by_name(".defmt").is_some()
+            && (f.symbol_table().is_none()
+                || f.symbols().all(|s| s.name().unwrap_or("").is_empty()))
+    })
+}
+
+/// What a stripped defmt firmware ([`stripped_defmt`]) is told before it runs.
+pub(crate) fn stripped_note(path: &str) -> String {
+    format!(
+        "note: {path} has a `.defmt` section but no symbol table (stripped), so its defmt \
+         table cannot be read: the firmware runs, and its defmt frames are shown \
+         undecoded; give the unstripped ELF cargo built to decode them"
+    )
+}
+
 /// What a firmware whose ELF has no defmt table is told when its output is not text.
 pub(crate) fn no_defmt_table(elf: &[u8], path: &str) -> String {
     let stripped = object::File::parse(elf)

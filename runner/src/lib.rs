@@ -576,19 +576,30 @@ pub fn cli(args: &[String]) -> Result<(), String> {
 pub fn run(o: &Options) -> Result<(), String> {
     let elf = std::fs::read(&o.elf).map_err(|e| format!("{}: {e}", o.elf))?;
     elf::check_elf(&elf, &o.elf, &o.machine.qemu)?;
-    let table = Table::parse(&elf).map_err(|e| format!("defmt table: {e}"))?;
-    let qemu = match &o.qemu_path {
-        Some(p) => p.clone(),
-        None => find_qemu(&o.machine.qemu)?,
+    // A stripped ELF keeps `.defmt` but not the symbols that make it a table: it runs,
+    // its frames shown undecoded, and the user is told why.
+    let stripped_table = elf::stripped_defmt(&elf);
+    let table = if stripped_table {
+        None
+    } else {
+        Table::parse(&elf).map_err(|e| format!("defmt table: {e}"))?
     };
+    let qemu = || match &o.qemu_path {
+        Some(p) => Ok(p.clone()),
+        None => find_qemu(&o.machine.qemu),
+    };
+    if o.list && !elf::has_test_section(&elf) {
+        // A plain program has no tests to list (and is not booted for it).
+        print_list(std::iter::empty(), o.terse);
+        return Ok(());
+    }
+    if stripped_table && !o.list {
+        eprintln!("{}", elf::stripped_note(&o.elf));
+    }
     let locs = elf::locations(table.as_ref(), &elf);
     let rtt_only = elf::has_symbol(&elf, "_SEGGER_RTT");
     if !elf::has_test_section(&elf) {
-        if o.list {
-            // A plain program has no tests to list (and is not booted for it).
-            print_list(std::iter::empty(), o.terse);
-            return Ok(());
-        }
+        let qemu = qemu()?;
         let expected = match &o.expect {
             Some(f) => Some(std::fs::read_to_string(f).map_err(|e| format!("--expect {f}: {e}"))?),
             None => None,
@@ -611,7 +622,7 @@ pub fn run(o: &Options) -> Result<(), String> {
         if lines.is_empty() && rtt_only {
             eprintln!("{RTT_ONLY}");
         }
-        if dec.undecoded {
+        if dec.undecoded && !stripped_table {
             eprintln!("{}", elf::no_defmt_table(&elf, &o.elf));
         }
         match r.verdict {
@@ -661,6 +672,7 @@ pub fn run(o: &Options) -> Result<(), String> {
         print_list(selected.iter().map(|t| t.name.as_str()), o.terse);
         return Ok(());
     }
+    let qemu = qemu()?;
     let bin = o.elf.rsplit('/').next().unwrap_or(&o.elf);
     outln!(
         "\nrunning {} ({}, {bin})",
@@ -707,7 +719,7 @@ pub fn run(o: &Options) -> Result<(), String> {
             return Err(why);
         }
         let lines = std::mem::take(&mut r.lines);
-        if dec.undecoded && !told_undecoded {
+        if dec.undecoded && !told_undecoded && !stripped_table {
             eprintln!("{}", elf::no_defmt_table(&elf, &o.elf));
             told_undecoded = true;
         }

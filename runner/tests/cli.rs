@@ -1828,6 +1828,46 @@ fn output_still_in_qemus_pipe_is_shown_before_dying_of_a_signal() {
 // times would pass or fail by chance.
 
 #[test]
+fn a_stripped_defmt_elf_runs_and_is_told_its_table_cannot_be_read() {
+    use object::write::Object;
+    use object::{Architecture, BinaryFormat, Endianness, SectionKind};
+    let d = scratch("stripped-defmt");
+    // `.defmt` kept, no symbols at all (what strip and lld --strip-all leave).
+    let mut o = Object::new(BinaryFormat::Elf, Architecture::Arm, Endianness::Little);
+    let sec = o.add_section(Vec::new(), b".defmt".to_vec(), SectionKind::ReadOnlyData);
+    o.append_section_data(sec, &[0u8; 4], 1);
+    let elf = d.join("stripped.elf");
+    std::fs::write(&elf, o.write().unwrap()).unwrap();
+    let started = d.join("started");
+    let q = fake_qemu_sys(
+        &d,
+        "qemu-system-arm",
+        &format!(
+            r"touch '{}'; printf '\001\176\000'; exit 0",
+            started.display()
+        ),
+    );
+    let o = runner(
+        &d,
+        &[
+            "--target",
+            "thumbv7m-none-eabi",
+            "--qemu",
+            q.to_str().unwrap(),
+            elf.to_str().unwrap(),
+        ],
+        &[],
+    );
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(started.exists(), "QEMU was not started: {err}");
+    assert!(
+        err.contains("stripped") && err.contains("defmt table cannot be read"),
+        "{err}"
+    );
+}
+
+#[test]
 fn a_big_endian_elf_is_refused_before_qemu_starts() {
     use object::write::Object;
     use object::{Architecture, BinaryFormat, Endianness};
@@ -1937,6 +1977,27 @@ fn without_home_no_shared_folder_is_searched_for_qemu_or_installed_into() {
     assert!(!o.status.success());
     assert!(text(&o.stderr).contains("--dir"), "{}", text(&o.stderr));
     assert!(!ran.exists(), "the planted QEMU ran");
+}
+
+#[test]
+fn listing_a_suites_tests_needs_no_qemu() {
+    let d = scratch("list-without-qemu");
+    let elf = suite_elf(&d, object::Architecture::Arm, &[("a", false), ("b", true)]);
+    let o = runner(
+        &d,
+        &[
+            "--target",
+            "thumbv7m-none-eabi",
+            elf.to_str().unwrap(),
+            "--list",
+        ],
+        &[],
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(
+        text(&o.stdout),
+        "a: test\nb: test\n\n2 tests, 0 benchmarks\n"
+    );
 }
 
 #[test]
