@@ -1078,11 +1078,20 @@ impl Control {
 
     /// Waits until `deadline` for the main thread; if it is not done by then, ends the
     /// runner: with `sig`, or with a failure.
-    fn wait_for_main(&self, deadline: Instant, sig: Option<i32>, why: &str) {
+    /// A signal meanwhile shortens the wait to [`GRACE`] and ends the runner with it.
+    fn wait_for_main(&self, mut deadline: Instant, mut sig: Option<i32>, why: &str) {
         use std::sync::atomic::Ordering::SeqCst;
+        let mut why = why.to_string();
         while Instant::now() < deadline {
             if self.main_done.load(SeqCst) {
                 return;
+            }
+            if sig.is_none() {
+                if let Some(s) = child::Watch::pending() {
+                    sig = Some(s);
+                    deadline = deadline.min(Instant::now() + GRACE);
+                    why = format!("ended by {}", signal_name(s));
+                }
             }
             std::thread::sleep(Duration::from_millis(5));
         }

@@ -1679,6 +1679,29 @@ fn a_signal_is_acted_on_while_the_runners_stdout_is_blocked() {
 }
 
 #[test]
+fn a_signal_after_qemu_exited_is_acted_on_while_stdout_is_blocked() {
+    // QEMU has written everything and exited; the runner still holds output it cannot
+    // write. A signal now must not wait for the timeout.
+    use std::os::unix::process::ExitStatusExt;
+    let d = scratch("blocked-after-exit");
+    let pidfile = d.join("qemu.pid");
+    let q = fake_qemu_sys(
+        &d,
+        "qemu-system-arm",
+        &format!("echo $$ > '{}'; seq 1 30000; exit 0", pidfile.display()),
+    );
+    let (mut p, _err) = spawn_runner(&d, &q, &plain_elf(&d, &[]), "120");
+    let qemu = pid_in(&pidfile);
+    assert!(within(10, || !alive(qemu)), "QEMU did not exit");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(p.runner.try_wait().unwrap().is_none(), "nothing left to write");
+    // SAFETY: kill(2) on the runner this test started.
+    unsafe { libc::kill(p.runner.id() as i32, libc::SIGTERM) };
+    let status = ended_within(&mut p, 10).expect("the runner ignored SIGTERM");
+    assert_eq!(status.signal(), Some(libc::SIGTERM), "{status:?}");
+}
+
+#[test]
 fn the_timeout_is_enforced_while_the_runners_stdout_is_blocked() {
     let (mut p, err) = blocked_stdout("blocked-timeout", "1");
     let qemu = p.qemu.unwrap();
