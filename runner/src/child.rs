@@ -4,11 +4,11 @@
 //!   every kill is of the whole group: a QEMU that is a wrapper script, or one that
 //!   started helpers, goes with everything it started (unless a process left the group
 //!   on purpose, `setsid`).
-//! * On Linux the child also asks the kernel for `SIGKILL` when the runner dies
-//!   (`PR_SET_PDEATHSIG`, set between fork and exec): this covers a `SIGKILL` of the
-//!   runner, a panic, anything. It reaches only the direct child: if that is a wrapper
-//!   script that runs the real QEMU without `exec`, a `SIGKILL` of the runner (which no
-//!   process can catch) leaves the real QEMU running. Use `exec` in such wrappers.
+//! * On Linux the runner's direct child is a supervisor forked between fork and exec
+//!   (see [`supervise`]): QEMU is its child, in the same group. It ends with QEMU's
+//!   status, and when the runner dies in any way (a `SIGKILL`, a panic) it kills the
+//!   whole group within 10 ms, so a wrapper script's real QEMU goes too. QEMU also has
+//!   `PR_SET_PDEATHSIG` (`SIGKILL`) towards the supervisor.
 //! * `SIGINT`, `SIGTERM`, `SIGHUP` and `SIGQUIT` are caught while a QEMU runs: a thread
 //!   that never writes to stdout (the runner's control thread) kills QEMU's group, reaps
 //!   it, lets the output still in QEMU's pipe be shown, then the runner dies of the same
@@ -97,8 +97,9 @@ pub(crate) fn spawn(cmd: &mut Command) -> std::io::Result<(Child, Group)> {
     {
         use std::os::unix::process::CommandExt;
         install_handlers();
-        // SAFETY: getpid before the fork; in the child only setpgid, prctl, getppid and
-        // kill, which are async-signal-safe, and no allocation.
+        // SAFETY: getpid before the fork; in the child only async-signal-safe calls
+        // (setpgid, fork, prctl, getppid, waitpid, kill, close, nanosleep, _exit) and no
+        // allocation.
         unsafe {
             #[cfg(target_os = "linux")]
             let parent = libc::getpid();
@@ -107,15 +108,7 @@ pub(crate) fn spawn(cmd: &mut Command) -> std::io::Result<(Child, Group)> {
                     return Err(std::io::Error::last_os_error());
                 }
                 #[cfg(target_os = "linux")]
-                {
-                    if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    // The parent died before the request took effect: nobody would kill us.
-                    if libc::getppid() != parent {
-                        libc::kill(libc::getpid(), libc::SIGKILL);
-                    }
-                }
+                supervise(parent)?;
                 Ok(())
             });
         }
@@ -124,6 +117,77 @@ pub(crate) fn spawn(cmd: &mut Command) -> std::io::Result<(Child, Group)> {
     let pgid = child.id() as i32;
     GROUP.store(pgid, SeqCst);
     Ok((child, Group(pgid)))
+}
+
+/// Between fork and exec (of a child already in its own group): forks again. The new
+/// process returns, to become QEMU; this one stays as QEMU's supervisor, the runner's
+/// direct child and the group's leader, and never returns: it closes every descriptor
+/// (QEMU's pipes, the exec-error pipe), then every 10 ms checks whether QEMU ended (it
+/// then ends with QEMU's status: its exit code, or its signal) and whether the runner
+/// died (it then kills the whole group, itself included). So a `SIGKILL` of the runner
+/// kills what QEMU started too, not only the direct child, as `PR_SET_PDEATHSIG` would.
+///
+/// # Safety
+/// Only between fork and exec (async-signal-safe calls only, no allocation).
+#[cfg(target_os = "linux")]
+unsafe fn supervise(parent: libc::pid_t) -> std::io::Result<()> {
+    let supervisor = libc::getpid();
+    let qemu = libc::fork();
+    if qemu < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if qemu == 0 {
+        // QEMU: dies with its supervisor (which the group kill takes too).
+        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // The supervisor died before the request took effect.
+        if libc::getppid() != supervisor {
+            libc::_exit(127);
+        }
+        return Ok(());
+    }
+    // The supervisor: no core of its own when it mirrors QEMU's SIGSEGV.
+    libc::prctl(libc::PR_SET_DUMPABLE, 0);
+    for sig in CAUGHT {
+        libc::signal(sig, libc::SIG_IGN);
+    }
+    if libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32) != 0 {
+        for fd in 0..4096 {
+            libc::close(fd);
+        }
+    }
+    let tick = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 10_000_000,
+    };
+    loop {
+        let mut status = 0;
+        let r = libc::waitpid(qemu, &mut status, libc::WNOHANG);
+        if r == qemu {
+            if libc::WIFSIGNALED(status) {
+                let sig = libc::WTERMSIG(status);
+                libc::signal(sig, libc::SIG_DFL);
+                let mut set: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut set);
+                libc::sigaddset(&mut set, sig);
+                libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+                libc::kill(libc::getpid(), sig);
+                libc::_exit(128 + sig);
+            }
+            libc::_exit(if libc::WIFEXITED(status) {
+                libc::WEXITSTATUS(status)
+            } else {
+                1
+            });
+        }
+        if r < 0 || libc::getppid() != parent {
+            // QEMU is gone unseen, or the runner died (SIGKILL, a crash).
+            libc::kill(0, libc::SIGKILL);
+            libc::_exit(1);
+        }
+        libc::nanosleep(&tick, std::ptr::null_mut());
+    }
 }
 
 /// The process group of a running QEMU (its pid): [`kill_group`] kills it until this is

@@ -564,9 +564,9 @@ pub fn cli(args: &[String]) -> Result<(), String> {
 /// have a handler, installed once for the process: such a signal kills QEMU, shows what
 /// it printed, and ends the process as the signal would. Outside a QEMU run the handler
 /// does what the default action does. QEMU runs in a process group of its own, killed
-/// whole. On Linux QEMU is also killed when the runner dies in any other way
-/// (`PR_SET_PDEATHSIG`, `SIGKILL` included), but that reaches only the process started
-/// (not what a wrapper script started without `exec`). A closed stdout kills QEMU and
+/// whole. On Linux QEMU's group is also killed when the runner dies in any other way
+/// (`SIGKILL` included), by a supervisor process forked between fork and exec, which is
+/// the runner's direct child (the [`std::process::Child`] waited for). A closed stdout kills QEMU and
 /// ends the process as `SIGPIPE` would; a stdout nobody reads does not stop the signals
 /// or the timeout (a thread of its own, which never writes to stdout, acts on them).
 ///

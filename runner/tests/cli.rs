@@ -1694,7 +1694,10 @@ fn a_signal_after_qemu_exited_is_acted_on_while_stdout_is_blocked() {
     let qemu = pid_in(&pidfile);
     assert!(within(10, || !alive(qemu)), "QEMU did not exit");
     std::thread::sleep(std::time::Duration::from_millis(300));
-    assert!(p.runner.try_wait().unwrap().is_none(), "nothing left to write");
+    assert!(
+        p.runner.try_wait().unwrap().is_none(),
+        "nothing left to write"
+    );
     // SAFETY: kill(2) on the runner this test started.
     unsafe { libc::kill(p.runner.id() as i32, libc::SIGTERM) };
     let status = ended_within(&mut p, 10).expect("the runner ignored SIGTERM");
@@ -1736,6 +1739,22 @@ fn the_real_qemu_behind_a_wrapper_dies_on_a_signal_to_the_runner() {
     p.qemu = Some(real);
     // SAFETY: kill(2) on the runner this test started.
     unsafe { libc::kill(p.runner.id() as i32, libc::SIGTERM) };
+    assert!(ended_within(&mut p, 10).is_some(), "the runner did not end");
+    assert!(
+        within(5, || !alive(real)),
+        "the real QEMU (pid {real}) still runs"
+    );
+}
+
+#[test]
+fn the_real_qemu_behind_a_wrapper_dies_on_a_sigkill_of_the_runner() {
+    let d = scratch("wrapper-sigkill");
+    let (q, inner) = wrapper_qemu(&d);
+    let (mut p, _err) = spawn_runner(&d, &q, &plain_elf(&d, &[]), "120");
+    let real = pid_in(&inner);
+    p.qemu = Some(real);
+    // SAFETY: kill(2) on the runner this test started.
+    unsafe { libc::kill(p.runner.id() as i32, libc::SIGKILL) };
     assert!(ended_within(&mut p, 10).is_some(), "the runner did not end");
     assert!(
         within(5, || !alive(real)),
