@@ -22,7 +22,9 @@
 #define RCUREF_OK 0
 
 /**
- * A null pointer where an object was needed.
+ * A bad argument: a null or misaligned pointer where an object was needed, owner 0, a
+ * cookie without the cookie tag, an uninitialised pool, a bad pool layout, an object
+ * in the wrong state for the call.
  */
 #define RCUREF_EINVAL -1
 
@@ -42,8 +44,9 @@
 #define RCUREF_ENOTLOCKED -4
 
 /**
- * A wait for a grace period from inside a read section of the same slot: it would
- * wait for itself. Nothing waited.
+ * A wait for a grace period while the waiting context's owner is inside a read section
+ * of the domain (on this slot or another): it would wait for itself. Nothing waited.
+ * Also a close of a context inside a section or running callbacks (nothing closed).
  */
 #define RCUREF_EINSECTION -5
 
@@ -133,7 +136,8 @@ typedef int (*rcuref_wait_hook)(void *ctx, uint32_t attempts);
 /**
  * A point in one domain's grace-period sequence (`rcuref_start_poll`), which only that
  * domain answers: another domain refuses it with `RCUREF_EDOMAIN`, and a value that
- * no `rcuref_start_poll` wrote (a zeroed one, say) with `RCUREF_EINVAL`. Copy it as a
+ * without the cookie tag (a zeroed one, say) with `RCUREF_EINVAL`; a forged state
+ * cannot be told from an old one. Copy it as a
  * whole; its fields are private.
  */
 typedef struct rcuref_cookie {

@@ -269,6 +269,9 @@ pub unsafe extern "C" fn rcuref_rcu_barrier(
         return crate::RCUREF_EINSECTION;
     }
     let (i, rcu, r) = (c.index, c.rcu, c.reader());
+    // The callbacks this barrier runs are its owner's too: one that calls the barrier
+    // (or closes the context) is refused as under `rcuref_call_rcu_run`.
+    let _running = Running::new(&c);
     // The callbacks to wait for: those queued before now (`seq` before `limit`; a call
     // that returned before this one took its number first). Each was queued before the
     // grace period waited for below began, so once it has ended they are all due,

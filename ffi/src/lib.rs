@@ -6,7 +6,8 @@
 //!
 //! # What every function promises
 //!
-//! * Every `int32_t` result is a code (`RCUREF_OK`, or a negative `RCUREF_E*`), never a
+//! * Every `int32_t` result is a code (`RCUREF_OK`, or a negative `RCUREF_E*`), except
+//!   `rcuref_call_rcu_run`'s count of callbacks run (never negative unless a code), never a
 //!   yes or no; a yes or no is a `bool`, returned (false for a bad pointer) or written
 //!   through a `bool *` (false on any error), so no error reads as "yes".
 //! * A cookie names its domain; any other domain refuses it.
@@ -57,7 +58,9 @@ pub(crate) use config::SLOTS;
 
 /// Success.
 pub const RCUREF_OK: i32 = 0;
-/// A null pointer where an object was needed.
+/// A bad argument: a null or misaligned pointer where an object was needed, owner 0, a
+/// cookie without the cookie tag, an uninitialised pool, a bad pool layout, an object
+/// in the wrong state for the call.
 pub const RCUREF_EINVAL: i32 = -1;
 /// The domain is not one of this library's (`rcuref_rcu_domain`).
 pub const RCUREF_EDOMAIN: i32 = -2;
@@ -65,8 +68,9 @@ pub const RCUREF_EDOMAIN: i32 = -2;
 pub const RCUREF_ERANGE: i32 = -3;
 /// An unlock without a lock: the slot is in no read section. Nothing changed.
 pub const RCUREF_ENOTLOCKED: i32 = -4;
-/// A wait for a grace period from inside a read section of the same slot: it would
-/// wait for itself. Nothing waited.
+/// A wait for a grace period while the waiting context's owner is inside a read section
+/// of the domain (on this slot or another): it would wait for itself. Nothing waited.
+/// Also a close of a context inside a section or running callbacks (nothing closed).
 pub const RCUREF_EINSECTION: i32 = -5;
 /// No room: every place of the `call_rcu` queue holds a callback. Nothing queued.
 pub const RCUREF_EFULL: i32 = -6;
@@ -363,7 +367,11 @@ pub struct rcuref_ctx {
     owner: usize,
 }
 
-/// Each slot's owner (0: none), by domain.
+/// The owner word of a slot being closed (`rcuref_ctx_close`): no context's owner, so
+/// every call through the slot is refused until the close has decided.
+const CLOSING: usize = usize::MAX;
+
+/// Each slot's owner (0: none; `CLOSING` while a close decides), by domain.
 static OWNERS: [[AtomicUsize; SLOTS]; config::DOMAINS] =
     [const { [const { AtomicUsize::new(0) }; SLOTS] }; config::DOMAINS];
 
@@ -427,7 +435,7 @@ pub(crate) unsafe fn context(c: *const rcuref_ctx) -> Result<Ctx, i32> {
     if slot >= SLOTS {
         return Err(RCUREF_ERANGE);
     }
-    if c.owner == 0 {
+    if c.owner == 0 || c.owner == CLOSING {
         return Err(RCUREF_EINVAL);
     }
     if OWNERS[index][slot].load(Relaxed) != c.owner {
@@ -463,7 +471,7 @@ pub unsafe extern "C" fn rcuref_ctx_open(
     if slot as usize >= SLOTS {
         return RCUREF_ERANGE;
     }
-    if owner == 0 || out.is_null() || !out.is_aligned() {
+    if owner == 0 || owner == CLOSING || out.is_null() || !out.is_aligned() {
         return RCUREF_EINVAL;
     }
     let word = &OWNERS[index][slot as usize];
@@ -497,13 +505,22 @@ pub unsafe extern "C" fn rcuref_ctx_close(ctx: *const rcuref_ctx) -> i32 {
         Ok(c) => c,
         Err(e) => return e,
     };
+    // First take the slot from its owner, so that a lock that an interrupt handler
+    // running this close interrupted (between its owner check and its enter) finds the
+    // owner gone when it looks again after entering, and backs out; then decide.
+    let word = &OWNERS[c.index][c.slot];
+    if word
+        .compare_exchange(c.owner, CLOSING, Relaxed, Relaxed)
+        .is_err()
+    {
+        return RCUREF_ENOTOWNER;
+    }
     if c.reader().in_read_section() || RUNNING_CALLBACKS[c.index][c.slot].load(Relaxed) > 0 {
+        word.store(c.owner, Relaxed);
         return RCUREF_EINSECTION;
     }
-    match OWNERS[c.index][c.slot].compare_exchange(c.owner, 0, Relaxed, Relaxed) {
-        Ok(_) => RCUREF_OK,
-        Err(_) => RCUREF_ENOTOWNER,
-    }
+    word.store(0, Relaxed);
+    RCUREF_OK
 }
 
 /// The context the current-context function names (`rcuref_set_current_context`).
@@ -583,10 +600,24 @@ pub extern "C" fn rcuref_rcu_slots(d: *const rcuref_rcu) -> u32 {
 #[no_mangle]
 pub unsafe extern "C" fn rcuref_read_lock(ctx: *const rcuref_ctx) -> i32 {
     // SAFETY: the caller's promise.
-    match unsafe { context(ctx) }.and_then(|c| c.reader().enter().map_err(code)) {
-        Ok(()) => RCUREF_OK,
-        Err(e) => e,
+    let c = match unsafe { context(ctx) } {
+        Ok(c) => c,
+        Err(e) => return e,
+    };
+    let r = c.reader();
+    if let Err(e) = r.enter() {
+        return code(e);
     }
+    // An interrupt handler may have closed the context between the owner check and
+    // the enter (`rcuref_ctx_close`, which takes the owner away first): then leave the
+    // level just entered, which nothing has read under. The enter's fence keeps this
+    // load after it.
+    if OWNERS[c.index][c.slot].load(Relaxed) != c.owner {
+        // SAFETY: the level left is the one entered just above, nothing read in it.
+        let _ = unsafe { r.exit() };
+        return RCUREF_ENOTOWNER;
+    }
+    RCUREF_OK
 }
 
 /// Leaves one level of the read section on the context's slot. Returns `RCUREF_OK`,
@@ -729,7 +760,8 @@ pub unsafe extern "C" fn rcuref_synchronize(
 
 /// A point in one domain's grace-period sequence (`rcuref_start_poll`), which only that
 /// domain answers: another domain refuses it with `RCUREF_EDOMAIN`, and a value that
-/// no `rcuref_start_poll` wrote (a zeroed one, say) with `RCUREF_EINVAL`. Copy it as a
+/// without the cookie tag (a zeroed one, say) with `RCUREF_EINVAL`; a forged state
+/// cannot be told from an old one. Copy it as a
 /// whole; its fields are private.
 #[repr(C)]
 #[derive(Clone, Copy)]

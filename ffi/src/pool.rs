@@ -197,7 +197,23 @@ pub unsafe extern "C" fn rcuref_pool_init(
             return RCUREF_EBUSY;
         }
     }
-    if (0..count as usize).any(|i| in_use(pool.node(i).1.load(Acquire))) {
+    // Any pool's node in the new array, whatever that pool's layout (another stride,
+    // node offset or base over the same memory): every aligned word that holds an
+    // in-use state. A data word that happens to hold one of those three values refuses
+    // the init too (docs/c-api.md says which values).
+    let words = (stride * count as usize) / 4;
+    let first = base.next_multiple_of(4);
+    if (0..words).any(|k| {
+        let at = first + 4 * k;
+        at + 4 <= base + stride * count as usize && {
+            // SAFETY: inside the caller's array (checked to fit the address space
+            // above), 4-aligned. Read atomically, as the nodes of a pool that may be
+            // using this memory are written; a race with a plain write to an object's
+            // data is possible only where the caller broke init's contract (another
+            // pool's objects in use here), which this check exists to refuse.
+            in_use(unsafe { AtomicU32::from_ptr(at as *mut u32) }.load(Acquire))
+        }
+    }) {
         return RCUREF_EBUSY;
     }
     for i in 0..count as usize {
@@ -233,7 +249,7 @@ pub unsafe extern "C" fn rcuref_pool_alloc(p: *const rcuref_pool, obj: *mut *mut
         Ok(p) => p,
         Err(e) => return e,
     };
-    if obj.is_null() {
+    if obj.is_null() || !obj.is_aligned() {
         return RCUREF_EINVAL;
     }
     let n = p.count as usize;
@@ -377,7 +393,7 @@ pub unsafe extern "C" fn rcuref_pool_lookup(
         Ok(p) => p,
         Err(e) => return e,
     };
-    if location.is_null() || !location.is_aligned() || out.is_null() {
+    if location.is_null() || !location.is_aligned() || out.is_null() || !out.is_aligned() {
         return RCUREF_EINVAL;
     }
     // SAFETY: the caller's promise: an aligned location accessed atomically.

@@ -40,11 +40,14 @@ static int give_up_after(void *ctx, uint32_t attempts)
 /* A callback that calls the barrier through the context running the queue: it would
  * wait for itself (it used to, for ever with a null hook). */
 static rcuref_ctx *barrier_ctx;
-static int barrier_in_callback = 1;
+static int barrier_in_callback = 1, close_in_callback = 1;
+static uint32_t inner_limit = 1000; /* a regression gives up instead of hanging */
+static int give_up_after(void *ctx, uint32_t attempts);
 static void barrier_inside(void *arg)
 {
 	(void)arg;
-	barrier_in_callback = rcuref_rcu_barrier(barrier_ctx, NULL, NULL);
+	barrier_in_callback = rcuref_rcu_barrier(barrier_ctx, give_up_after, &inner_limit);
+	close_in_callback = rcuref_ctx_close(barrier_ctx);
 }
 
 /* The current-context function of `rcuref_rcu_read_lock()`. */
@@ -132,6 +135,10 @@ int main(void)
 	CHECK(rcuref_ctx_open(d, 4, 7, &c4) == RCUREF_OK);
 	CHECK(rcuref_ctx_open(d, 5, 0, &other) == RCUREF_EINVAL); /* owner 0 */
 	CHECK(rcuref_ctx_open(d, 5, 9, NULL) == RCUREF_EINVAL);
+	CHECK(rcuref_ctx_open(d, 5, (size_t)-1, &other) == RCUREF_EINVAL); /* reserved */
+	uint64_t ctx_storage[4] = {0};
+	CHECK(rcuref_ctx_open(d, 5, 9, (rcuref_ctx *)((uintptr_t)ctx_storage + 1)) ==
+	      RCUREF_EINVAL); /* misaligned */
 	CHECK(rcuref_ctx_open(d, slots, 9, &other) == RCUREF_ERANGE);
 	CHECK(rcuref_ctx_open(foreign, 5, 9, &other) == RCUREF_EDOMAIN);
 
@@ -156,6 +163,9 @@ int main(void)
 	CHECK(rcuref_in_read_section(&c0, NULL) == RCUREF_EINVAL);
 	CHECK(rcuref_read_unlock(&c0) == RCUREF_ENOTLOCKED);
 	CHECK(rcuref_read_lock(NULL) == RCUREF_EINVAL);
+	forged = c0;
+	forged.owner = 0; /* no owner: would name every slot nobody opened */
+	CHECK(rcuref_read_lock(&forged) == RCUREF_EINVAL);
 	forged = c0;
 	forged.domain = foreign;
 	CHECK(rcuref_read_lock(&forged) == RCUREF_EDOMAIN);
@@ -213,8 +223,9 @@ int main(void)
 	/* One owner waits through slot 4 inside its own section on slot 3: refused, it
 	 * would wait for itself (it used to, for ever with a null hook). */
 	CHECK(rcuref_read_lock(&c3) == RCUREF_OK);
-	CHECK(rcuref_synchronize(&c4, NULL, NULL) == RCUREF_EINSECTION);
-	CHECK(rcuref_rcu_barrier(&c4, NULL, NULL) == RCUREF_EINSECTION);
+	limit = 1000; /* a regression gives up (EGAVEUP) instead of hanging */
+	CHECK(rcuref_synchronize(&c4, give_up_after, &limit) == RCUREF_EINSECTION);
+	CHECK(rcuref_rcu_barrier(&c4, give_up_after, &limit) == RCUREF_EINSECTION);
 	CHECK(rcuref_read_unlock(&c3) == RCUREF_OK);
 	rcuref_cookie cookie;
 	bool done = true;
@@ -272,6 +283,13 @@ int main(void)
 	CHECK(rcuref_synchronize(&c1, NULL, NULL) == RCUREF_OK);
 	CHECK(rcuref_call_rcu_run(&c0) == 1);
 	CHECK(barrier_in_callback == RCUREF_EINCALLBACK);
+	CHECK(close_in_callback == RCUREF_EINSECTION); /* running callbacks: stays open */
+	/* The same for a callback that the barrier itself runs. */
+	barrier_in_callback = close_in_callback = 1;
+	CHECK(rcuref_call_rcu(d, barrier_inside, NULL) == RCUREF_OK);
+	CHECK(rcuref_rcu_barrier(&c0, give_up_after, &inner_limit) == RCUREF_OK);
+	CHECK(barrier_in_callback == RCUREF_EINCALLBACK);
+	CHECK(close_in_callback == RCUREF_EINSECTION);
 	CHECK(rcuref_rcu_barrier(&c0, NULL, NULL) == RCUREF_OK); /* outside: fine */
 	CHECK(rcuref_ctx_close(&c1) == RCUREF_OK);
 
@@ -312,7 +330,17 @@ int main(void)
 	rcuref_pool second = {0};
 	CHECK(rcuref_pool_init(&second, things, sizeof things[0], offsetof(struct thing, node), 3,
 			       NULL) == RCUREF_EBUSY);
+	/* ... also with another layout over the same memory (a shifted base: its nodes
+	 * would sit on the objects' keys), and a pool in use given another array. */
+	CHECK(rcuref_pool_init(&second, (char *)things + 4, sizeof things[0],
+			       offsetof(struct thing, node), 2, NULL) == RCUREF_EBUSY);
+	struct thing spare[2];
+	CHECK(rcuref_pool_init(&pool, spare, sizeof spare[0], offsetof(struct thing, node), 2,
+			       NULL) == RCUREF_EBUSY);
 	CHECK(rcuref_pool_alloc(&second, &got) == RCUREF_EINVAL); /* still not a pool */
+	void **odd_out = (void **)((uintptr_t)ctx_storage + 1); /* misaligned: refused */
+	CHECK(rcuref_pool_alloc(&pool, odd_out) == RCUREF_EINVAL);
+	CHECK(rcuref_pool_lookup(&pool, &loc, odd_out) == RCUREF_EINVAL);
 	CHECK(rcuref_pool_alloc(&pool, &got) == RCUREF_EFULL);    /* nothing was freed */
 	rcuref_assign_pointer(&loc, &things[1]);
 	void *found = NULL;

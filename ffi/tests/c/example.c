@@ -9,7 +9,8 @@
 #include <stdlib.h> /* malloc and free stand in for the RTOS's allocator */
 
 /* One reader slot per context that reads or waits: a task, an interrupt priority
- * level. Each is opened once, by its owner (any non-zero number that names it). */
+ * level. Each is opened once at start-up, with an owner number that names that
+ * context and no other. */
 enum { SLOT_CONTROL_TASK = 0, SLOT_RX_IRQ = 1, SLOT_IDLE_TASK = 2 };
 
 #define ROUTES 16
@@ -37,7 +38,8 @@ int routes_init(void)
 uint32_t rx_irq_route(uint32_t dst)
 {
 	uint32_t hop = 0;
-	rcuref_read_lock(&rx_irq_ctx);
+	if (rcuref_read_lock(&rx_irq_ctx) != RCUREF_OK)
+		return 0; /* not in a section: read nothing */
 	const struct route_table *t = rcuref_dereference(&table);
 	if (t && dst < ROUTES)
 		hop = t->next_hop[dst];
@@ -84,7 +86,7 @@ int routes_update(uint32_t version, uint32_t hop)
 /* From the idle task or a timer: free the old tables whose readers are gone. */
 void routes_housekeeping(void)
 {
-	rcuref_call_rcu_run(&idle_task_ctx);
+	(void)rcuref_call_rcu_run(&idle_task_ctx); /* how many ran; the next call runs the rest */
 }
 
 /* At shutdown, from the control task: free every table still queued. */
