@@ -160,13 +160,35 @@ impl Drop for Restore {
     }
 }
 
+/// Starts a driver thread that runs `drive`, to be held at `hold` (until `RELEASE`).
+fn spawn_driver(hold: Hold, drive: impl FnOnce() + Send + 'static) -> std::thread::JoinHandle<()> {
+    HELD.store(false, SeqCst);
+    RELEASE.store(false, SeqCst);
+    std::thread::spawn(move || {
+        HOLD.with(|h| h.set(Some(hold)));
+        drive();
+    })
+}
+
+/// `spawn_driver`, then waits until the driver is held (it must not end first).
+fn held_driver(hold: Hold, drive: impl FnOnce() + Send + 'static) -> std::thread::JoinHandle<()> {
+    let t = spawn_driver(hold, drive);
+    let t0 = Instant::now();
+    while !HELD.load(SeqCst) {
+        assert!(!t.is_finished(), "the driver ended without being held");
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "the driver never got going"
+        );
+        std::thread::yield_now();
+    }
+    t
+}
+
 /// Starts driver A (a grace period from where the counter is), held at `hold`, and
 /// waits until it is held or done. Returns it, and whether it is held.
 fn start_held(hold: Hold) -> (std::thread::JoinHandle<()>, bool) {
-    HELD.store(false, SeqCst);
-    RELEASE.store(false, SeqCst);
-    let a = std::thread::spawn(move || {
-        HOLD.with(|h| h.set(Some(hold)));
+    let a = spawn_driver(hold, || {
         let _ = RCU.start_poll().poll();
     });
     let t0 = Instant::now();
@@ -444,17 +466,7 @@ fn negative_control_fencing_an_empty_domain_is_counted() {
 fn fences_after_an_empty_lap() -> u32 {
     set_gp_bits(3);
     let lap: Rcu<4> = Rcu::new(); // after the width is set, as `set_gp_bits` asks
-    let poll_to = |raw: u32| {
-        let c = lap.cookie_from_raw(raw);
-        let mut polls = 0;
-        while !c.poll() {
-            polls += 1;
-            assert!(
-                polls < 10,
-                "no reader inside, and the grace period did not end"
-            );
-        }
-    };
+    let poll_to = |raw: u32| finish(lap.cookie_from_raw(raw));
     {
         let _reader = lap.register().unwrap();
         let before = FENCES.load(SeqCst);
@@ -469,9 +481,7 @@ fn fences_after_an_empty_lap() -> u32 {
     let _reader = lap.register().unwrap();
     let before = FENCES.load(SeqCst);
     poll_to(6); // waits 3 and 5
-    let n = FENCES.load(SeqCst) - before;
-    set_gp_bits(32);
-    n
+    FENCES.load(SeqCst) - before
 }
 
 /// Each wait of a grace period with a slot claimed is fenced, also the wait whose mark
@@ -555,24 +565,12 @@ fn negative_control_begun_left_by_a_panic_is_caught() {
 fn waiter_after_a_late_mark() -> u32 {
     let reader = RCU.register().unwrap();
     let mut w = RCU.register().unwrap();
-    HELD.store(false, SeqCst);
-    RELEASE.store(false, SeqCst);
     let start = RCU.gp_counter();
     assert_eq!(start & 1, 0, "no grace period in flight");
     let g = start.wrapping_add(1);
-    let a = std::thread::spawn(move || {
-        HOLD.with(|h| h.set(Some(Hold::InItsFirstFence)));
+    let a = held_driver(Hold::InItsFirstFence, move || {
         let _ = RCU.cookie_from_raw(g.wrapping_add(2)).poll();
     });
-    let t0 = Instant::now();
-    while !HELD.load(SeqCst) {
-        assert!(!a.is_finished(), "driver A ended without fencing");
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "driver A never got going"
-        );
-        std::thread::yield_now();
-    }
     assert_eq!(RCU.gp_counter(), g, "A is held in its fence for wait g");
     {
         let _section = reader.lock();
@@ -639,29 +637,6 @@ fn lap_hook(p: Point) {
     }
 }
 
-/// Waits until `t` is held (it must not end first).
-fn until_held(t: &std::thread::JoinHandle<()>) {
-    let t0 = Instant::now();
-    while !HELD.load(SeqCst) {
-        assert!(!t.is_finished(), "the driver ended without being held");
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "the driver never got going"
-        );
-        std::thread::yield_now();
-    }
-}
-
-/// Polls `c` until done: at most 10 polls (no reader holds it).
-fn poll_done(c: rcuref::rcu::GpCookie<'_, 4>) {
-    for _ in 0..10 {
-        if c.poll() {
-            return;
-        }
-    }
-    panic!("no reader inside, and the grace period did not end");
-}
-
 /// A driver stopped inside its fence for wait 1 stores its mark late, a lap later in
 /// effect: it pins half 0, so the counter stops at 7; let go, its mark 1 lands and it
 /// leaves, and the counter enters half 0 again. Returns (where the lap stopped, fences
@@ -669,11 +644,9 @@ fn poll_done(c: rcuref::rcu::GpCookie<'_, 4>) {
 fn late_mark_a_lap_later() -> (u32, usize) {
     let lap = lap_domain();
     let reader = lap.register().unwrap(); // not empty: wait 1 fences
-    let a = std::thread::spawn(move || {
-        HOLD.with(|h| h.set(Some(Hold::InItsFirstFence)));
+    let a = held_driver(Hold::InItsFirstFence, move || {
         let _ = lap.cookie_from_raw(5).poll();
     });
-    until_held(&a);
     assert_eq!(lap.gp_counter(), 1, "A is held in its fence for wait 1");
     drop(reader); // every slot free from here: waits 1, 3, 5, 7 need no fence
     for t in [4, 0] {
@@ -682,15 +655,14 @@ fn late_mark_a_lap_later() -> (u32, usize) {
     let stopped_at = lap.gp_counter();
     RELEASE.store(true, SeqCst);
     a.join().unwrap(); // A's mark 1 lands; it leaves half 0
-    poll_done(lap.cookie_from_raw(0));
+    finish(lap.cookie_from_raw(0));
     let _reader = lap.register().unwrap();
     let before = LAP_LOG.lock().unwrap().len();
-    poll_done(lap.cookie_from_raw(2));
+    finish(lap.cookie_from_raw(2));
     let n = LAP_LOG.lock().unwrap()[before..]
         .iter()
         .filter(|&&g| g == 1)
         .count();
-    set_gp_bits(32);
     (stopped_at, n)
 }
 
@@ -727,11 +699,9 @@ fn fences_at_a_wait_after_a_late_stepper() -> usize {
     let lap = lap_domain();
     let reader = lap.register().unwrap();
     set_pause_hook(Some(lap_hook));
-    let s = std::thread::spawn(move || {
-        HOLD.with(|h| h.set(Some(Hold::AfterItsScanOf(3))));
+    let s = held_driver(Hold::AfterItsScanOf(3), move || {
         let _ = lap.cookie_from_raw(4).poll();
     });
-    until_held(&s);
     assert_eq!(lap.gp_counter(), 3, "S is held after scanning wait 3");
     {
         let _section = reader.lock(); // wait 3's phase: holds wait 5
@@ -744,11 +714,8 @@ fn fences_at_a_wait_after_a_late_stepper() -> usize {
         s.join().unwrap();
         assert!(!lap.cookie_from_raw(6).poll()); // a rescan of wait 5
     }
-    poll_done(lap.cookie_from_raw(6));
-    set_pause_hook(None);
-    set_gp_bits(32);
-    let n = LAP_LOG.lock().unwrap().iter().filter(|&&g| g == 5).count();
-    n
+    finish(lap.cookie_from_raw(6));
+    LAP_LOG.lock().unwrap().iter().filter(|&&g| g == 5).count()
 }
 
 /// One heavy fence for wait 5, although a driver late from wait 3 stepped into its half
