@@ -815,8 +815,8 @@ const HOST_NEGATIVE_CONTROLS: u64 = 8;
 /// preemption 14, interrupts 4, panic_injection 16 (its two heavy-fence panics are the
 /// asymmetric build's).
 const INJECTION_TESTS: u64 = 34;
-/// asymmetric 10, heavy_fence_placement 16, panic_injection 18.
-const ASYMMETRIC_TESTS: u64 = 44;
+/// asymmetric 10, heavy_fence_placement 20, panic_injection 18.
+const ASYMMETRIC_TESTS: u64 = 48;
 /// `cargo xtask ffi --host-only`'s checks: header, the C page's copy, the host library,
 /// the queue's white-box test (4), a static library per embedded target (7), api.c,
 /// ceiling.c, the two C tortures and their two controls, two under TSan, the example
