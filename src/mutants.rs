@@ -132,6 +132,21 @@ mutants! {
     /// for a whole lap of the counter has a cookie that reads "not done" again, and the
     /// barrier returns with it still queued.
     BarrierTrustsOldCookies,
+    /// `CallQueue`: a callback's place is made READY before the callback is written
+    /// into it, so a runner that takes it reads what is not there yet.
+    CallReadyBeforeFilled,
+    /// `CallQueue`: a place is freed before its callback runs, so a barrier that sees
+    /// it free returns while the callback is still running in another context.
+    CallFreeBeforeRun,
+    /// `CallQueue::barrier` runs only the callbacks whose cookies say done: one left
+    /// queued for a whole lap of the counter reads "not done" again, and the barrier
+    /// waits for it for ever (the C API's `rcuref_rcu_barrier` did, before it numbered
+    /// its callbacks).
+    CallBarrierTrustsCookies,
+    /// `CallQueue`: a pass reads the places' states with `Relaxed`, so a barrier that
+    /// sees a callback's place freed may return before the callback's effects are
+    /// visible to it (found by the loom model when the code had it).
+    CallRelaxedScan,
     /// RCU, asymmetric mode, **not a bug**: a wait step issues its heavy fence even when
     /// every slot is free. Only slower: the fence-count test must see it.
     FenceEmptyDomain,

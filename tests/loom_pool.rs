@@ -1,6 +1,7 @@
 //! loom models of the typesafe-by-RCU pool (tests 3, 4, 5, 17): the re-check race, the
 //! re-initialisation race, and two allocators racing for one slot; each with the broken
-//! variant it must catch. Run with
+//! variant it must catch; the same races for the pool node of caller-owned objects
+//! (`pool::node`, the C API's pool). Run with
 //! `RUSTFLAGS="--cfg loom" cargo test --release --test loom_pool -- --test-threads=1`.
 #![cfg(loom)]
 
@@ -148,4 +149,138 @@ fn catches_zeroing_allocation() {
 #[test]
 fn catches_a_claim_that_checks_then_writes() {
     must_catch(Mutant::CheckThenClaim, claim_race);
+}
+
+// ---- the pool node (`rcuref::pool::node`), objects in the caller's memory ----------
+
+use loom::cell::UnsafeCell;
+use loom::sync::atomic::{AtomicPtr, Ordering};
+use rcuref::pool::node::{self, Node};
+
+/// A caller's object: the node it embeds and a field.
+struct Item {
+    node: Node,
+    key: UnsafeCell<u32>,
+}
+
+/// Claims `item`, writes its key and publishes it.
+fn build(item: &Item, key: u32) -> bool {
+    if !item.node.claim() {
+        return false;
+    }
+    // SAFETY: (test) the claim gave us the fields; loom checks it.
+    item.key.with_mut(|p| unsafe { *p = key });
+    assert!(item.node.publish());
+    true
+}
+
+/// One object reused at once: location L0 names it with key 0; the writer empties L0,
+/// puts its reference (the last: the node is freed), claims the same object again for
+/// key 1 and publishes it at L1. A lookup of L0 must never return the key-1 object, and
+/// no get may succeed while the key is being written.
+fn node_reuse_race() {
+    model(3, || {
+        let item: &'static Item = Box::leak(Box::new(Item {
+            node: Node::new(),
+            key: UnsafeCell::new(0),
+        }));
+        let l0: &'static AtomicPtr<Item> =
+            Box::leak(Box::new(AtomicPtr::new(std::ptr::null_mut())));
+        let l1: &'static AtomicPtr<Item> =
+            Box::leak(Box::new(AtomicPtr::new(std::ptr::null_mut())));
+        let ptr = item as *const Item as *mut Item;
+        assert!(build(item, 0));
+        l0.store(ptr, Ordering::Release);
+        let rcu: &'static Rcu<2> = Box::leak(Box::new(Rcu::new()));
+        let reader = thread::spawn(move || {
+            let r = rcu.register().unwrap();
+            r.read(|_| {
+                let found = node::lookup(
+                    || l0.load(Ordering::Acquire),
+                    |p| (p == ptr).then_some(&item.node),
+                    |_| {},
+                )
+                .unwrap();
+                if !found.is_null() {
+                    // SAFETY: (test) we hold a reference; loom checks the read.
+                    let k = item.key.with(|p| unsafe { *p });
+                    assert_eq!(k, 0, "a lookup of L0 returned L1's object");
+                    item.node.put(|| {});
+                }
+            });
+        });
+        let old = l0.swap(std::ptr::null_mut(), Ordering::AcqRel);
+        assert_eq!(old, ptr);
+        item.node.put(|| {});
+        let imbalanced = rcuref::warning_count(rcuref::Warning::ImbalancedPut);
+        let built = build(item, 1);
+        if built {
+            l1.store(ptr, Ordering::Release);
+        }
+        reader.join().unwrap();
+        // A get that succeeded on the object being built leaves its put behind: the
+        // published object must still hold exactly the writer's reference.
+        if built {
+            assert_eq!(
+                item.node.ref_count(),
+                1,
+                "a reference to the new object was lost"
+            );
+        }
+        assert_eq!(
+            rcuref::warning_count(rcuref::Warning::ImbalancedPut),
+            imbalanced,
+            "a put was imbalanced"
+        );
+    });
+}
+
+/// Two contexts claim one free node and write its fields: only one may win.
+fn node_claim_race() {
+    model(3, || {
+        let item: &'static Item = Box::leak(Box::new(Item {
+            node: Node::new(),
+            key: UnsafeCell::new(0),
+        }));
+        let t = thread::spawn(move || {
+            item.node.claim() && {
+                // SAFETY: (test) loom checks this write against the other claimer's.
+                item.key.with_mut(|p| unsafe { *p = 1 });
+                true
+            }
+        });
+        let mine = item.node.claim() && {
+            // SAFETY: (test) as above.
+            item.key.with_mut(|p| unsafe { *p = 2 });
+            true
+        };
+        let theirs = t.join().unwrap();
+        assert!(!(mine && theirs), "a node was claimed twice");
+        assert!(mine || theirs, "a free node was claimed by nobody");
+    });
+}
+
+#[test]
+fn node_lookup_rechecks_identity_and_never_sees_a_build() {
+    node_reuse_race();
+}
+
+#[test]
+fn a_node_is_never_claimed_twice() {
+    node_claim_race();
+}
+
+#[test]
+fn catches_a_node_lookup_without_recheck() {
+    must_catch(Mutant::NoRecheck, node_reuse_race);
+}
+
+#[test]
+fn catches_a_node_count_made_live_at_the_claim() {
+    must_catch(Mutant::ZeroingAlloc, node_reuse_race);
+}
+
+#[test]
+fn catches_a_node_claim_that_checks_then_writes() {
+    must_catch(Mutant::CheckThenClaim, node_claim_race);
 }

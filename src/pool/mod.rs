@@ -97,6 +97,7 @@
 //! lookup retry for as long as that goes on.
 
 pub(crate) mod free_map;
+pub mod node;
 
 use crate::error::{Error, Refused};
 use crate::file_ref::FileRef32;

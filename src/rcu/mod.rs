@@ -289,6 +289,7 @@
 // memory operations) <- `domain` (the struct) <- `gp` (steps, cookies) <- `wait` (the
 // waiting loop, hooks, futures) <- `readers` (readers, guards, wait contexts) <- the
 // writers' helpers (`cell`, `value`, `defer`); `sections` is the debug section table.
+mod call;
 pub(crate) mod cell;
 mod defer;
 mod domain;
@@ -301,6 +302,7 @@ mod sections;
 pub(crate) mod value;
 mod wait;
 
+pub use call::{CallQueue, Ran};
 pub use cell::{RcuCell, Retired};
 pub use defer::DeferQueue;
 pub use domain::Rcu;

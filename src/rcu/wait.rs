@@ -171,7 +171,13 @@ pub struct Waiting<'c, 'd, const N: usize> {
     attempts: u32,
 }
 
-impl<'d, const N: usize> Waiting<'_, 'd, N> {
+impl<'c, 'd, const N: usize> Waiting<'c, 'd, N> {
+    /// The state shown to a hook after `attempts` failed attempts of a wait for
+    /// `cookie` (or, in a barrier, for what ran after it).
+    pub(crate) fn new(cookie: &'c GpCookie<'d, N>, attempts: u32) -> Self {
+        Waiting { cookie, attempts }
+    }
+
     /// The grace period being waited for.
     pub fn cookie(&self) -> GpCookie<'d, N> {
         *self.cookie

@@ -249,6 +249,8 @@ fn test(args: &[String]) -> Result<(), String> {
             "loom_pool",
             "--test",
             "loom_interrupts",
+            "--test",
+            "loom_call",
             "--",
             "--test-threads=1",
         ],
@@ -308,6 +310,8 @@ fn test(args: &[String]) -> Result<(), String> {
             "interrupts",
             "--test",
             "panic_injection",
+            "--test",
+            "call_queue",
             "--",
             "--test-threads=1",
         ],
@@ -802,19 +806,19 @@ fn runner_for_other_crates(run: &mut steps::Run, targets: &[&str]) {
 // tests are added; lower it only with the commit that removes tests.
 
 /// `cargo test` over the default members (the library's unit tests, every integration
-/// test of a plain build, the doctests; xtask, the runner, the probe): 125 listed by
+/// test of a plain build, the doctests; xtask, the runner, the probe): 133 listed by
 /// `cargo test -- --list`, less the 2^32 pool test, ignored in debug builds.
-const HOST_TESTS: u64 = 124;
-/// loom_file_ref 14, loom_rcu 34, loom_pool 6, loom_interrupts 4.
-const LOOM_TESTS: u64 = 58;
+const HOST_TESTS: u64 = 132;
+/// loom_file_ref 14, loom_rcu 34, loom_pool 11, loom_interrupts 4, loom_call 7.
+const LOOM_TESTS: u64 = 70;
 /// tests/pool.rs in release: all 8 (the 2^32 one is ignored in debug builds only).
 const RELEASE_POOL_TESTS: u64 = 8;
 /// `negative_controls` of torture_file_ref 3, torture_rcu 1, torture_pool 4 (the real
 /// pool under injected delays, two broken variants, and a control that panics).
 const HOST_NEGATIVE_CONTROLS: u64 = 8;
 /// preemption 14, interrupts 4, panic_injection 16 (its two heavy-fence panics are the
-/// asymmetric build's).
-const INJECTION_TESTS: u64 = 34;
+/// asymmetric build's), call_queue 12 (its 8 plain tests and 4 with broken variants).
+const INJECTION_TESTS: u64 = 46;
 /// asymmetric 10, heavy_fence_placement 20, panic_injection 18.
 const ASYMMETRIC_TESTS: u64 = 48;
 /// `cargo xtask ffi --host-only`'s checks: header, the C page's copy, the host library,

@@ -643,11 +643,14 @@ pub fn run(args: &[String]) -> Result<(), String> {
             }
         }
     }
-    // 4. The asymmetric-fence mode's hand-written tests, under both C11 models.
+    // 4. The hand-written tests (the asymmetric-fence mode; the shared callback queue
+    // and the pool node, whose code the tie does not read), under both C11 models.
     if !bless {
-        let (tests, controls) = asymmetric(&mut passed, &mut failures)?;
-        counts.0 += tests;
-        counts.1 += controls;
+        for dir in HAND_WRITTEN {
+            let (tests, controls) = hand_written(dir, &mut passed, &mut failures)?;
+            counts.0 += tests;
+            counts.1 += controls;
+        }
     }
     let secs = started.elapsed().as_secs_f64();
     if bless {
@@ -751,12 +754,21 @@ fn first_difference(have: &str, want: &str) -> String {
     "    (the same lines; line endings differ)".into()
 }
 
-/// `litmus/asymmetric/`: the asymmetric-fence mode's tests, written by hand (that
-/// build's code is not read by the tie) and run under both C11 models. A test must be
+/// The folders of `litmus/` whose tests are written by hand: `asymmetric/` (the
+/// asymmetric-fence mode: that build's code is not read by the tie), `call/` (the
+/// shared callback queue, `src/rcu/call.rs`) and `node/` (the pool node for
+/// caller-owned objects, `src/pool/node.rs`).
+const HAND_WRITTEN: [&str; 3] = ["asymmetric", "call", "node"];
+
+/// `litmus/<folder>/`: tests written by hand, run under both C11 models. A test must be
 /// `Never` without a data race; each twin (`<test>+<twin>.litmus`) reachable or racy,
 /// and every test needs one. Returns (tests, controls) checked.
-fn asymmetric(passed: &mut u64, failures: &mut Vec<String>) -> Result<(u64, u64), String> {
-    let dir = workspace_root().join("litmus/asymmetric");
+fn hand_written(
+    folder: &str,
+    passed: &mut u64,
+    failures: &mut Vec<String>,
+) -> Result<(u64, u64), String> {
+    let dir = workspace_root().join("litmus").join(folder);
     let mut files: Vec<String> = std::fs::read_dir(&dir)
         .map_err(|e| format!("{}: {e}", dir.display()))?
         .flatten()
@@ -776,7 +788,7 @@ fn asymmetric(passed: &mut u64, failures: &mut Vec<String>) -> Result<(u64, u64)
             let name = f.trim_end_matches(".litmus");
             let Some(v) = verdicts.get(name) else {
                 failures.push(format!(
-                    "asymmetric ({model}): herd7 gave no verdict on {name}"
+                    "{folder} ({model}): herd7 gave no verdict on {name}"
                 ));
                 continue;
             };
@@ -789,7 +801,7 @@ fn asymmetric(passed: &mut u64, failures: &mut Vec<String>) -> Result<(u64, u64)
             }
             if twin != reachable {
                 failures.push(format!(
-                    "asymmetric ({model}): {name} came out {}{}",
+                    "{folder} ({model}): {name} came out {}{}",
                     v.observation,
                     if v.undefined { " with a data race" } else { "" }
                 ));
@@ -800,7 +812,7 @@ fn asymmetric(passed: &mut u64, failures: &mut Vec<String>) -> Result<(u64, u64)
     }
     for t in &tests {
         if !files.iter().any(|f| f.starts_with(&format!("{t}+"))) {
-            failures.push(format!("asymmetric: test {t} has no weakened twin"));
+            failures.push(format!("{folder}: test {t} has no weakened twin"));
         }
     }
     Ok(counts)

@@ -1,0 +1,414 @@
+//! A bounded callback queue that any number of contexts share: `call_rcu` without a
+//! heap, a lock or a wait, for interrupt handlers as much as threads.
+//!
+//! [`DeferQueue`](super::DeferQueue) has one owner (`&mut self`). A [`CallQueue`] is
+//! shared (`&self`): each of its `M` places is a small state machine, and a context
+//! moves a place on with one atomic operation:
+//!
+//! ```text
+//! FREE --claim (compare-exchange, Acquire)--> FILLING --ready (store, Release)--> READY
+//! READY --take (compare-exchange, Acquire)--> RUNNING --free (store, Release)--> FREE
+//! RUNNING --not due yet (store, Release)--> READY
+//! ```
+//!
+//! Only the context that moved a place out of FREE or READY touches its value until it
+//! moves the place on, so the value needs no ordering beyond the state's release and
+//! acquire (litmus: `call-ready-publishes-value`, `call-free-then-claim`; the READY
+//! store is also preceded by `start_poll`'s full fence, which alone would order the
+//! value, so the litmus twin that relaxes it drops that fence too). A place is
+//! freed only after its callback returned (or unwound), so a barrier that sees every
+//! place of its callbacks FREE knows they have all run.
+//!
+//! # The barrier, and counters that go round
+//!
+//! Each call also takes a number from the queue's `queued` counter (a read-modify-write
+//! with `Release`, after the claim). [`CallQueue::barrier`] reads the counter
+//! (`Acquire`) before it starts its grace period: every callback numbered below what it
+//! read was queued (and its value unpublished) before that grace period began, so once
+//! the grace period has ended all of them are due, whatever their cookies say. It does
+//! not ask their cookies: a cookie left queued for a whole lap of the grace-period
+//! counter reads "not done" again for a few steps, and a barrier that trusted it
+//! returned with the callback still queued (the ffi review's finding;
+//! `Mutant::CallBarrierTrustsCookies` brings it back, `tests/call_queue.rs` catches it
+//! on a 4-bit counter). A place being filled or run elsewhere still counts for the
+//! barrier (its number may be older than the one the place shows: the barrier waits
+//! for it, it never skips it; litmus `call-barrier-sees-the-claim`).
+//!
+//! # Interrupts and preemption
+//!
+//! No operation waits for another context, so an interrupt handler may call, run or
+//! count at any point of the code it interrupts: a place that the interrupted context
+//! holds (FILLING or RUNNING) is skipped, and a [`run`](CallQueue::run) counts it as
+//! left. Only [`barrier`](CallQueue::barrier) waits, and only for contexts that hold
+//! places of its callbacks: never call it from an interrupt handler, or from a callback.
+
+use super::domain::Rcu;
+use super::readers::{may_wait, wait_through, WaitContext};
+use super::wait::Waiting;
+use crate::error::{Error, Refused};
+use crate::sync::{
+    AtomicU32,
+    Ordering::{Acquire, Relaxed, Release},
+    UnsafeCell,
+};
+use core::mem::MaybeUninit;
+use core::ops::ControlFlow;
+
+const FREE: u32 = 0;
+const FILLING: u32 = 1;
+const READY: u32 = 2;
+const RUNNING: u32 = 3;
+
+/// One place of the queue.
+struct Place<C> {
+    // INVARIANTS:
+    // * `value` is initialised exactly while `state` is READY or RUNNING (and, from the
+    //   write after the claim until the READY store, while FILLING).
+    // * Only the context whose compare-exchange moved `state` out of FREE (to FILLING)
+    //   or READY (to RUNNING) accesses `value`, `cookie` and (writes) `seq`, until its
+    //   store moves `state` on.
+    state: AtomicU32,
+    /// The grace period after which the callback is due (a raw cookie of the queue's
+    /// domain).
+    cookie: AtomicU32,
+    /// The queue's `queued` count when the callback was queued. Read by barriers of
+    /// other contexts while the place is held elsewhere, so it is an atomic.
+    seq: AtomicU32,
+    value: UnsafeCell<MaybeUninit<C>>,
+}
+
+impl<C> Place<C> {
+    const_fn! {
+        const fn new() -> Self {
+            Place {
+                state: AtomicU32::new(FREE),
+                cookie: AtomicU32::new(0),
+                seq: AtomicU32::new(0),
+                value: UnsafeCell::new(MaybeUninit::uninit()),
+            }
+        }
+    }
+}
+
+/// What one [`CallQueue::run`] did: how many callbacks it ran, and how many places it
+/// left holding a callback (not due yet, past the budget, or held by another context
+/// that is queueing or running one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Ran {
+    /// Callbacks run by this call.
+    pub ran: usize,
+    /// Places still holding a callback that this call did not run.
+    pub left: usize,
+}
+
+/// A fixed-capacity queue of callbacks of one domain, shared by any number of contexts
+/// (interrupt handlers included): each callback is handed, exactly once, to the `run`
+/// function of whichever context runs the queue after a grace period of the domain has
+/// passed since it was queued (Linux's `call_rcu`, in `M` places and no heap).
+///
+/// `C` is what a callback is: a value to reclaim, a function pointer and its argument
+/// (the C API's `rcuref_call_rcu` queues `(fn, arg)`), an enum of the jobs your system
+/// defers. The queue never looks inside it.
+///
+/// **A callback is never run before its grace period**, on any path:
+///
+/// * A `run` function that panics has been handed its callback and the place is freed;
+///   the rest stay queued.
+/// * Dropping the queue drops the callbacks whose grace period has already ended (as
+///   values: they are not run) and **leaks the others** (never dropped). Call
+///   [`barrier`](Self::barrier) first to run everything.
+pub struct CallQueue<'d, C, const M: usize, const N: usize> {
+    // INVARIANT: the callbacks of `places` were queued with cookies of `rcu`.
+    rcu: &'d Rcu<N>,
+    places: [Place<C>; M],
+    /// Where the next claim starts looking (a hint).
+    next: AtomicU32,
+    /// Callbacks queued so far (wrapping): each place's `seq` is taken from it.
+    queued: AtomicU32,
+}
+
+// SAFETY: a callback is moved in by the context that queues it and moved out by the
+// one that runs it (or drops the queue), never shared: `C: Send` is all that needs.
+// The queue's own state is atomic, and the places' invariant gives each value one
+// accessor at a time.
+unsafe impl<C: Send, const M: usize, const N: usize> Sync for CallQueue<'_, C, M, N> {}
+// SAFETY: as above; moving the queue moves its callbacks.
+unsafe impl<C: Send, const M: usize, const N: usize> Send for CallQueue<'_, C, M, N> {}
+
+/// Whether number `seq` was taken before `limit` (wrapping: fewer than 2^31 callbacks
+/// are queued while one barrier runs).
+fn before(seq: u32, limit: u32) -> bool {
+    (seq.wrapping_sub(limit) as i32) < 0
+}
+
+/// Moves a place from `from` to `to` with one compare-exchange (`Acquire`: pairs with
+/// the `Release` store that put it in `from`, so the previous holder's accesses to the
+/// value happen before ours). Whether it did.
+#[inline(always)]
+fn take_place(state: &AtomicU32, from: u32, to: u32) -> bool {
+    state.load(Relaxed) == from && state.compare_exchange(from, to, Acquire, Relaxed).is_ok()
+}
+
+/// Hands a place on (`Release`: our accesses to its value happen before the next
+/// holder's), after which we no longer touch it.
+#[inline(always)]
+fn hand_on(state: &AtomicU32, to: u32) {
+    crate::sync::plain_store!(state, to, Release);
+}
+
+/// Frees a RUNNING place when dropped: after the callback returned, or while a panic
+/// in it unwinds (the callback counts as run; the place is not lost).
+struct FreeOnDrop<'a>(&'a AtomicU32);
+
+impl Drop for FreeOnDrop<'_> {
+    fn drop(&mut self) {
+        hand_on(self.0, FREE);
+    }
+}
+
+impl<'d, C, const M: usize, const N: usize> CallQueue<'d, C, M, N> {
+    const FITS: () = assert!(
+        M <= u32::MAX as usize,
+        "a call queue holds fewer than 2^32 places"
+    );
+
+    const_fn! {
+        /// An empty queue for callbacks that free what readers of `rcu` may see; usable
+        /// in a `static`.
+        pub const fn new(rcu: &'d Rcu<N>) -> Self {
+            let () = Self::FITS;
+            CallQueue {
+                rcu,
+                places: array_of!(Place::new(); M),
+                next: AtomicU32::new(0),
+                queued: AtomicU32::new(0),
+            }
+        }
+    }
+
+    /// The domain whose grace periods this queue waits for.
+    pub fn domain(&self) -> &'d Rcu<N> {
+        self.rcu
+    }
+
+    /// The fixed capacity `M`.
+    pub const fn capacity(&self) -> usize {
+        M
+    }
+
+    /// Places holding a callback now (queued, being queued or being run): a snapshot,
+    /// place by place.
+    pub fn pending(&self) -> usize {
+        self.places
+            .iter()
+            .filter(|p| p.state.load(Relaxed) != FREE)
+            .count()
+    }
+
+    /// Queues `callback` to be handed to a `run` function after a grace period
+    /// (`call_rcu`). Call it after unpublishing what the callback frees. Never blocks
+    /// and never allocates: safe from any number of contexts at once, interrupt
+    /// handlers included.
+    ///
+    /// # Errors
+    /// [`Refused`] with [`Error::Full`] and the callback when every place was seen
+    /// holding one: run the queue, or wait for a grace period and free directly.
+    pub fn call(&self, callback: C) -> Result<(), Refused<C>> {
+        if M == 0 {
+            return Err(Refused::new(Error::Full, callback));
+        }
+        let start = self.next.load(Relaxed) as usize % M;
+        for k in 0..M {
+            let at = (start + k) % M;
+            let p = &self.places[at];
+            if !take_place(&p.state, FREE, FILLING) {
+                continue;
+            }
+            self.next.store(((at + 1) % M) as u32, Relaxed);
+            if mutant!(CallReadyBeforeFilled) {
+                // The bug: a runner may take the place before the callback is in it.
+                hand_on(&p.state, READY);
+            }
+            // SAFETY: our claim moved the place out of FREE, so by the invariant the
+            // value is uninitialised and nobody else touches it until our READY store.
+            p.value.with_mut(|v| unsafe { (*v).write(callback) });
+            // The cookie after the caller's unpublish (program order; `start_poll`
+            // fences), so its grace period covers every section that might see it.
+            p.cookie.store(self.rcu.start_poll().into_raw(), Relaxed);
+            // Release (a read-modify-write, after the claim): a barrier that reads a
+            // count past this one sees the claim, and the caller's unpublish, happen
+            // before its own grace period starts.
+            p.seq.store(self.queued.fetch_add(1, Release), Relaxed);
+            // INVARIANT: the value is initialised; a runner that sees READY sees it and
+            // the cookie (a cookie travels with release/acquire to another core).
+            hand_on(&p.state, READY);
+            return Ok(());
+        }
+        Err(Refused::new(Error::Full, callback))
+    }
+
+    /// Hands at most `budget` callbacks whose grace period has ended to `run`, in the
+    /// calling context, so a tick handler or an interrupt bounds its work. Never blocks
+    /// (it may advance the grace period once, as [`GpCookie::poll`](super::GpCookie::poll)
+    /// does). Any number of contexts may run the queue at once; each callback is handed
+    /// to exactly one of them. Returns what it ran and what it left (see [`Ran`]).
+    ///
+    /// If `run` panics, the callback it was handed counts as run and its place is
+    /// freed; the unwinding ends this call, the rest stay queued.
+    pub fn run(&self, budget: usize, mut run: impl FnMut(C)) -> Ran {
+        self.pass(None, budget, &mut run)
+    }
+
+    /// One pass over the places: runs what is due (at most `budget`), and with
+    /// `ended_before = Some(limit)` also every callback numbered before `limit`
+    /// whatever its cookie says (the caller waited for a grace period that began after
+    /// they were queued); then `left` counts only places that may hold one of those.
+    fn pass(&self, ended_before: Option<u32>, budget: usize, run: &mut impl FnMut(C)) -> Ran {
+        let mut r = Ran::default();
+        // One poll that may advance the grace period per call; after that only looks.
+        let mut polled = false;
+        let waited_for =
+            |p: &Place<C>| ended_before.is_none_or(|limit| before(p.seq.load(Relaxed), limit));
+        for p in &self.places {
+            // Acquire: a place seen FREE was freed after its callback returned (Release),
+            // so a barrier that finds its callbacks' places free returns after their
+            // effects, not merely after their places (the loom model caught a relaxed
+            // load here).
+            let scan = if mutant!(CallRelaxedScan) {
+                Relaxed
+            } else {
+                Acquire
+            };
+            match p.state.load(scan) {
+                READY if r.ran < budget => {}
+                FREE => continue,
+                // Past the budget, or held by a context queueing or running it.
+                _ => {
+                    r.left += usize::from(waited_for(p));
+                    continue;
+                }
+            }
+            if !take_place(&p.state, READY, RUNNING) {
+                r.left += usize::from(waited_for(p));
+                continue;
+            }
+            let forced = ended_before.is_some_and(|limit| {
+                !mutant!(CallBarrierTrustsCookies) && before(p.seq.load(Relaxed), limit)
+            });
+            let cookie = self.rcu.cookie_from_raw(p.cookie.load(Relaxed));
+            let due = forced
+                || if polled {
+                    cookie.is_done()
+                } else {
+                    let done = cookie.poll();
+                    polled = !done;
+                    done
+                };
+            if !due {
+                // INVARIANT: untouched; back to READY for a later run.
+                hand_on(&p.state, READY);
+                r.left += usize::from(waited_for(p));
+                continue;
+            }
+            // SAFETY: our take moved the place out of READY, so by the invariant the
+            // value is initialised and ours alone; it is read once, and the place is
+            // freed (the value then counts as uninitialised) without reading it again.
+            let callback = p.value.with(|v| unsafe { (*v).assume_init_read() });
+            if mutant!(CallFreeBeforeRun) {
+                // The bug: a barrier that sees FREE returns while the callback still runs.
+                hand_on(&p.state, FREE);
+                run(callback);
+                r.ran += 1;
+                continue;
+            }
+            let _free = FreeOnDrop(&p.state);
+            run(callback);
+            r.ran += 1;
+        }
+        r
+    }
+
+    /// Waits (through `ctx`, asking `hook` between attempts) until every callback
+    /// queued before this call has run (`rcu_barrier`), running them itself in the
+    /// calling context; callbacks queued after it began may run in it too if their
+    /// grace period has ended. Returns how many it ran. With nothing queued before it,
+    /// it returns at once, even from inside a section.
+    ///
+    /// Not from an interrupt handler, and not from a callback (it may wait for the
+    /// callback that called it): the library cannot see either.
+    ///
+    /// # Errors
+    /// [`Error::OtherDomain`] if `ctx` belongs to another domain, and
+    /// [`Error::InReadSection`] if there is something to wait for and waiting from
+    /// there would deadlock (see [`Reader::synchronize`](super::Reader::synchronize)),
+    /// both without running anything; [`Error::GaveUp`] when `hook` gives up (during
+    /// the grace period nothing has been run; after it, while another context is still
+    /// queueing or running one of the callbacks waited for, some may have been; each
+    /// still runs exactly once, in whichever context gets to it).
+    pub fn barrier(
+        &self,
+        ctx: impl WaitContext<N>,
+        mut hook: impl FnMut(&Waiting<'_, '_, N>) -> ControlFlow<()>,
+        mut run: impl FnMut(C),
+    ) -> Result<usize, Error> {
+        if let Err(Error::OtherDomain) = may_wait(&ctx, self.rcu) {
+            return Err(Error::OtherDomain);
+        }
+        // The callbacks to wait for: those numbered before `limit` (a call that
+        // returned before this one took its number first; Acquire pairs with its
+        // Release, so its claim is seen below).
+        let limit = self.queued.load(Acquire);
+        if self.pass(Some(limit), 0, &mut run).left == 0 {
+            return Ok(0); // every one of them has run
+        }
+        // A grace period that begins after each of them was queued: once it has ended
+        // they are all due.
+        let gp = self.rcu.start_poll();
+        wait_through(&ctx, gp, &mut hook)?;
+        let mut ran = 0;
+        let mut attempts = 0u32;
+        loop {
+            let r = self.pass(Some(limit), usize::MAX, &mut run);
+            ran += r.ran;
+            // Left: those of them that another context is running or still queueing.
+            if r.left == 0 {
+                return Ok(ran);
+            }
+            attempts = attempts.saturating_add(1);
+            if hook(&Waiting::new(&gp, attempts)).is_break() {
+                return Err(Error::GaveUp);
+            }
+            core::hint::spin_loop();
+        }
+    }
+}
+
+impl<C, const M: usize, const N: usize> Drop for CallQueue<'_, C, M, N> {
+    /// Drops the callbacks whose grace period has already ended (without advancing
+    /// grace periods) and leaks the others: a callback is never dropped before its
+    /// grace period.
+    fn drop(&mut self) {
+        for p in &self.places {
+            // `&mut self`: no other context holds a place (a panic while filling is
+            // impossible: nothing between the claim and READY can panic; a callback
+            // that unwound freed its place).
+            if p.state.load(Relaxed) == READY
+                && self.rcu.cookie_from_raw(p.cookie.load(Relaxed)).is_done()
+            {
+                // SAFETY: READY: initialised (the invariant), and ours (`&mut self`);
+                // dropped once, and the place is never used again.
+                p.value.with_mut(|v| unsafe { (*v).assume_init_drop() });
+            }
+        }
+    }
+}
+
+impl<C, const M: usize, const N: usize> core::fmt::Debug for CallQueue<'_, C, M, N> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("CallQueue")
+            .field("pending", &self.pending())
+            .field("capacity", &M)
+            .finish_non_exhaustive()
+    }
+}
