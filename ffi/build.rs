@@ -30,6 +30,15 @@ fn main() {
         };
         let konst = name.trim_start_matches("RCUREF_FFI_");
         out.push_str(&format!("pub(crate) const {konst}: usize = {v};\n"));
+        if konst == "DOMAINS" {
+            // `[f(0), f(1), ...]`: one element per domain, for statics whose elements
+            // differ by their domain (each call queue borrows its own domain).
+            let calls: Vec<String> = (0..v).map(|i| format!("$f({i})")).collect();
+            out.push_str(&format!(
+                "macro_rules! per_domain {{ ($f:expr) => {{ [{}] }}; }}\n",
+                calls.join(", ")
+            ));
+        }
         header.push_str(&format!("#define {name} {v}u\n"));
     }
     header.push_str("#endif /* RCUREF_CONFIG_H */\n");

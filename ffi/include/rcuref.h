@@ -169,8 +169,8 @@ typedef void (*rcuref_pool_destroy)(void *obj);
  * (free, claimed, published, being destroyed). Only the pool functions touch it.
  */
 typedef struct rcuref_pool_node {
-  struct rcuref_fileref32 count;
-  uint32_t claimed;
+  uint32_t count;
+  uint32_t state;
 } rcuref_pool_node;
 
 #ifdef __cplusplus

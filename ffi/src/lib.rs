@@ -44,6 +44,7 @@ use rcuref::file_ref::{FileRef32, FileRef64};
 use rcuref::rcu::{ContextReader, Rcu, Waiting};
 use rcuref::Error;
 
+#[macro_use]
 mod config {
     include!(concat!(env!("OUT_DIR"), "/config.rs"));
 }
@@ -342,7 +343,8 @@ pub struct rcuref_rcu {
 
 /// The domains: every slot dedicated, so each is a context's (CPU, thread, interrupt
 /// level) and C code names it by number.
-static RCU: [Rcu<SLOTS>; config::DOMAINS] = [const { Rcu::with_dedicated(SLOTS) }; config::DOMAINS];
+pub(crate) static RCU: [Rcu<SLOTS>; config::DOMAINS] =
+    [const { Rcu::with_dedicated(SLOTS) }; config::DOMAINS];
 
 /// `d` as one of `RCU`, with its index.
 fn domain(d: *const rcuref_rcu) -> Result<(usize, &'static Rcu<SLOTS>), i32> {

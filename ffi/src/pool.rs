@@ -1,49 +1,32 @@
 //! The typesafe-by-RCU pool for C objects (the kernel's `SLAB_TYPESAFE_BY_RCU`): the
-//! caller's array of objects, each embedding an `rcuref_pool_node` (its reference count
-//! and claim flag). A freed object is reused at once for another object of the same
-//! type, so a reader that found an object through a published location takes a
-//! reference and re-checks the location (`rcuref_pool_lookup` does both).
+//! caller's array of objects, each embedding an `rcuref_pool_node` (the library's
+//! `pool::node::Node`: its reference count and state). A freed object is reused at
+//! once for another object of the same type, so a reader that found an object through
+//! a published location takes a reference and re-checks the location
+//! (`rcuref_pool_lookup` does both).
 //!
-//! The same rules and orderings as the Rust `Pool` (`src/pool/mod.rs`): the count rests
-//! at DEAD while an object is free or being built, so every get on it fails; publish
-//! is the count's `init(1)` (`Release`), after the fields; the last put destroys and
-//! then frees the claim flag (`Release`), which the next claim's swap acquires.
+//! The protocol (claim, publish, get, put, the lookup's re-check) and its orderings are
+//! the library's (`src/pool/node.rs`, under its loom models, litmus tests and broken
+//! variants); what is C's own here is the array: finding an object's node, refusing
+//! pointers and arrays that are not the pool's, and the error codes.
 
-use crate::{
-    rcuref_fileref32, RCUREF_EBUSY, RCUREF_EDOMAIN, RCUREF_EFULL, RCUREF_EINVAL, RCUREF_OK,
-};
+use crate::{RCUREF_EBUSY, RCUREF_EDOMAIN, RCUREF_EFULL, RCUREF_EINVAL, RCUREF_OK};
 use core::ffi::c_void;
 use portable_atomic::{AtomicPtr, AtomicU32, Ordering::*};
-use rcuref::file_ref::FileRef32;
+use rcuref::pool::node::{self, Node};
 
 /// What each pooled object embeds, anywhere in it: its reference count and its state
 /// (free, claimed, published, being destroyed). Only the pool functions touch it.
 #[repr(C)]
 pub struct rcuref_pool_node {
-    count: rcuref_fileref32,
-    claimed: u32,
+    count: u32,
+    state: u32,
 }
 
-// A node's `claimed` word: each move out of a state is one compare-exchange (or, for
-// the last put, the only context that can be there), so no two contexts act on one
-// object's life at once. Each state carries `TAG` in its high half, so that `init` can
-// tell a node some pool has in use (claimed, live, dying) from memory no pool has
-// touched yet (zeroed or arbitrary: a false match is three values in 2^32, and costs
-// a refused init, never an object handed out twice).
-const TAG: u32 = 0x706e_0000;
-/// Free: `alloc` may claim it.
-const FREE: u32 = TAG;
-/// Claimed by `alloc`, fields being written; `publish` moves it on.
-const CLAIMED: u32 = TAG | 1;
-/// Published: its count is live (until the last put).
-const LIVE: u32 = TAG | 2;
-/// The last put is running `destroy`; freed after it.
-const DYING: u32 = TAG | 3;
-
-/// Whether a node's state word says some pool has the object in use.
-fn in_use(state: u32) -> bool {
-    matches!(state, CLAIMED | LIVE | DYING)
-}
+const _: () = {
+    assert!(core::mem::size_of::<rcuref_pool_node>() == core::mem::size_of::<Node>());
+    assert!(core::mem::align_of::<rcuref_pool_node>() == core::mem::align_of::<Node>());
+};
 
 /// Called with an object whose last reference was just put, before the pool reuses it.
 pub type rcuref_pool_destroy = Option<unsafe extern "C" fn(obj: *mut c_void)>;
@@ -76,21 +59,16 @@ const _: () = {
 const MAGIC: u32 = 0x7063_6f6c;
 
 impl Inner {
-    /// Object `i`'s node: its count and claim flag.
-    fn node(&self, i: usize) -> (&FileRef32, &AtomicU32) {
-        let node = (self.base + i * self.stride + self.node_offset) as *mut rcuref_pool_node;
+    /// Object `i`'s node.
+    fn node(&self, i: usize) -> &Node {
+        let node = (self.base + i * self.stride + self.node_offset) as *const Node;
         // SAFETY: `rcuref_pool_init` checked that every object's node lies inside the
-        // caller's array with the node's alignment, and the caller promised that the
-        // array lives as long as the pool and that only these functions touch the
-        // nodes; the count is `FileRef32`'s storage (asserted in lib.rs) and the claim
-        // flag a u32, both accessed only atomically; the pointer comes from the
-        // address the caller gave, not from a shared reference.
-        unsafe {
-            (
-                &*core::ptr::addr_of!((*node).count).cast::<FileRef32>(),
-                AtomicU32::from_ptr(core::ptr::addr_of_mut!((*node).claimed)),
-            )
-        }
+        // caller's array with the node's alignment and wrote a `Node` there, and the
+        // caller promised that the array lives as long as the pool and that only these
+        // functions touch the nodes (a `Node` is atomics only: shared access is sound);
+        // the pointer comes from the address the caller gave, not from a shared
+        // reference.
+        unsafe { &*node }
     }
 
     /// The index of `obj` if it is one of this pool's objects (the start of one).
@@ -193,7 +171,7 @@ pub unsafe extern "C" fn rcuref_pool_init(
     };
     // SAFETY: `p` is aligned (checked) and zeroed or a pool (the caller's promise).
     if let Ok(old) = unsafe { self::pool(p) } {
-        if (0..old.count as usize).any(|i| in_use(old.node(i).1.load(Acquire))) {
+        if (0..old.count as usize).any(|i| old.node(i).is_in_use()) {
             return RCUREF_EBUSY;
         }
     }
@@ -211,23 +189,16 @@ pub unsafe extern "C" fn rcuref_pool_init(
             // using this memory are written; a race with a plain write to an object's
             // data is possible only where the caller broke init's contract (another
             // pool's objects in use here), which this check exists to refuse.
-            in_use(unsafe { AtomicU32::from_ptr(at as *mut u32) }.load(Acquire))
+            Node::marks_in_use(unsafe { AtomicU32::from_ptr(at as *mut u32) }.load(Acquire))
         }
     }) {
         return RCUREF_EBUSY;
     }
     for i in 0..count as usize {
-        let n = (base + i * stride + node_offset) as *mut rcuref_pool_node;
+        let n = (base + i * stride + node_offset) as *mut Node;
         // SAFETY: inside the caller's array, aligned (checked above); nobody else uses
         // the objects during init (the caller's promise).
-        unsafe {
-            n.write(rcuref_pool_node {
-                count: rcuref_fileref32 {
-                    raw: FileRef32::DEAD,
-                },
-                claimed: FREE,
-            })
-        };
+        unsafe { n.write(Node::new()) };
     }
     // SAFETY: `p` is writable, aligned (checked) and unshared during the call (the
     // caller's promise), and large enough for an `Inner` (asserted).
@@ -256,14 +227,7 @@ pub unsafe extern "C" fn rcuref_pool_alloc(p: *const rcuref_pool, obj: *mut *mut
     let start = p.hint.load(Relaxed) as usize % n;
     for k in 0..n {
         let i = (start + k) % n;
-        let (_, claimed) = p.node(i);
-        // One compare-exchange decides (no ABA); Acquire pairs with the Release that
-        // freed it.
-        if claimed.load(Relaxed) == FREE
-            && claimed
-                .compare_exchange(FREE, CLAIMED, Acquire, Relaxed)
-                .is_ok()
-        {
+        if p.node(i).claim() {
             p.hint.store(((i + 1) % n) as u32, Relaxed);
             // SAFETY: `obj` is writable (the caller's promise).
             unsafe { obj.write(p.object(i)) };
@@ -289,17 +253,13 @@ pub unsafe extern "C" fn rcuref_pool_publish(p: *const rcuref_pool, obj: *mut c_
         Ok(x) => x,
         Err(e) => return e,
     };
-    let (count, claimed) = p.node(i);
     // Only a claimed object, once (a second publish, or one from a destroy callback,
-    // finds it LIVE or DYING and is refused).
-    if claimed
-        .compare_exchange(CLAIMED, LIVE, Relaxed, Relaxed)
-        .is_err()
-    {
-        return RCUREF_EINVAL;
+    // finds it published or being destroyed and is refused).
+    if p.node(i).publish() {
+        RCUREF_OK
+    } else {
+        RCUREF_EINVAL
     }
-    count.init(1);
-    RCUREF_OK
 }
 
 /// Tries to take a reference to a pool object found through a published location
@@ -319,7 +279,7 @@ pub unsafe extern "C" fn rcuref_pool_get(
     // SAFETY: the caller's promise.
     let r = match unsafe { object(p, obj) } {
         Ok(_) if taken.is_null() => Err(RCUREF_EINVAL),
-        Ok((p, i)) => Ok(p.node(i).0.get()),
+        Ok((p, i)) => Ok(p.node(i).get()),
         Err(e) => Err(e),
     };
     // SAFETY: `taken` is null or writable (the caller's promise).
@@ -353,22 +313,7 @@ pub unsafe extern "C" fn rcuref_pool_put(
 
 /// The put of object `i` (`obj`): whether it was the last.
 fn put(p: &Inner, i: usize, obj: *mut c_void) -> bool {
-    let (count, claimed) = p.node(i);
-    if !count.put() {
-        return false;
-    }
-    // The last reference: nobody else can be here, and nothing may publish it again
-    // while `destroy` runs.
-    claimed.store(DYING, Relaxed);
-    // The last put acquired every holder's use; destroy, then free (Release: the
-    // destruction happens before the next claim's writes).
-    if let Some(destroy) = p.destroy {
-        // SAFETY: the caller of init gave a destructor for the pool's objects; this is
-        // one, and no reference to it is left.
-        unsafe { destroy(obj) };
-    }
-    claimed.store(FREE, Release);
-    true
+    p.node(i).put(|| destroyed(p, obj))
 }
 
 /// Looks up the pool object published at `*location` and takes a reference to it
@@ -398,33 +343,26 @@ pub unsafe extern "C" fn rcuref_pool_lookup(
     }
     // SAFETY: the caller's promise: an aligned location accessed atomically.
     let loc = unsafe { AtomicPtr::from_ptr(location.cast_mut()) };
-    loop {
-        let obj = loc.load(Acquire);
-        if obj.is_null() {
-            // SAFETY: `out` is writable.
+    let found = node::lookup(
+        || loc.load(Acquire),
+        |obj| p.index(obj).map(|i| p.node(i)),
+        |obj| destroyed(p, obj),
+    );
+    match found {
+        Ok(obj) => {
+            // SAFETY: `out` is writable (the caller's promise).
             unsafe { out.write(obj) };
-            return RCUREF_OK;
+            RCUREF_OK
         }
-        let Some(i) = p.index(obj) else {
-            return RCUREF_EDOMAIN;
-        };
-        if !p.node(i).0.get() {
-            if loc.load(Acquire) == obj {
-                // Still named, but dying (its last put came before the unpublish):
-                // absent, as it is about to be.
-                // SAFETY: `out` is writable.
-                unsafe { out.write(core::ptr::null_mut()) };
-                return RCUREF_OK;
-            }
-            continue; // the location changed: look again
-        }
-        // The re-check: after the get (its full ordering keeps this load after it).
-        if loc.load(Acquire) == obj {
-            // SAFETY: `out` is writable.
-            unsafe { out.write(obj) };
-            return RCUREF_OK;
-        }
-        // Another object now: not the one this location names. Drop it and retry.
-        put(p, i, obj);
+        Err(_) => RCUREF_EDOMAIN,
+    }
+}
+
+/// Runs the pool's `destroy` on `obj`, whose last reference was just put.
+fn destroyed(p: &Inner, obj: *mut c_void) {
+    if let Some(destroy) = p.destroy {
+        // SAFETY: the caller of init gave a destructor for the pool's objects; this is
+        // one, and no reference to it is left.
+        unsafe { destroy(obj) };
     }
 }

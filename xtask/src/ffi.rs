@@ -283,21 +283,6 @@ pub fn check(targets: &[&str], host_only: bool) -> Result<(), String> {
         }),
     );
     t.check("static library: host", build_lib(None));
-    t.check(
-        "the queue's white-box tests (a 4-bit grace-period counter: a callback aged a lap)",
-        run(Command::new("cargo")
-            .current_dir(&root)
-            .env("RUSTFLAGS", "--cfg rcuref_mutants")
-            .env("CARGO_TARGET_DIR", root.join("target/ffi-test"))
-            .args(["test", "-q", "-p", "rcuref-ffi", "--lib"]))
-        .and_then(|out| {
-            if out.contains("test result: ok. 1 passed") {
-                Ok(())
-            } else {
-                Err(format!("expected one passing test:\n{out}"))
-            }
-        }),
-    );
     for target in targets {
         t.check(
             &format!("static library: {target}"),
