@@ -13,6 +13,9 @@
 //! 4. a C firmware runs in QEMU through the runner, built with arm-none-eabi-gcc for a
 //!    Cortex-M4 and with riscv64-unknown-elf-gcc for a two-hart RV64 (`ffi/tests/
 //!    firmware*`), and its broken variant must be caught (skipped with `--host-only`).
+//! 5. the FreeRTOS example (`examples/freertos/`, the vendored kernel) runs in QEMU on
+//!    mps2-an385 (Cortex-M3) and mps2-an386 (Cortex-M4F), and its broken variant must be
+//!    caught (skipped with `--host-only`).
 //!
 //! It also checks that the example in docs/c-api.md is `ffi/tests/c/example.c` as is.
 
@@ -234,15 +237,119 @@ fn firmware(root: &Path, fw: &Firmware, out: &Path, defines: &[&str]) -> Result<
     run(&mut c).map(|_| ())
 }
 
-/// Runs a C firmware through the runner in QEMU; its exit status decides.
-fn in_qemu(target: &str, elf: &Path) -> Result<(), String> {
-    crate::qemu::run(&[
-        "--target".into(),
-        target.into(),
+/// Runs a C firmware through the runner in QEMU (on `machine`, else the target's); its
+/// exit status decides.
+fn in_qemu(target: &str, machine: Option<&str>, elf: &Path) -> Result<(), String> {
+    let mut args: Vec<String> = vec!["--target".into(), target.into()];
+    if let Some(m) = machine {
+        args.extend(["--machine".into(), m.into()]);
+    }
+    args.extend([
         "--program-timeout".into(),
         "120".into(),
         elf.display().to_string(),
-    ])
+    ]);
+    crate::qemu::run(&args)
+}
+
+/// The FreeRTOS example (`examples/freertos/`) on one core: the archive's target, the
+/// QEMU machine (the runner's for thumbv7m-none-eabi is lm3s6965evb, which has no CMSDK
+/// timers), the kernel's port and the core's flags.
+struct Rtos {
+    target: &'static str,
+    machine: &'static str,
+    port: &'static str,
+    flags: &'static [&'static str],
+}
+
+const FREERTOS: [Rtos; 2] = [
+    Rtos {
+        target: "thumbv7m-none-eabi",
+        machine: "mps2-an385",
+        port: "ARM_CM3",
+        flags: &["-mcpu=cortex-m3", "-mthumb"],
+    },
+    Rtos {
+        target: "thumbv7em-none-eabihf",
+        machine: "mps2-an386",
+        port: "ARM_CM4F",
+        flags: &[
+            "-mcpu=cortex-m4",
+            "-mthumb",
+            "-mfloat-abi=hard",
+            "-mfpu=fpv4-sp-d16",
+        ],
+    },
+];
+
+/// The FreeRTOS example for `rtos`, with `defines`: the vendored kernel's files as they
+/// are (with its warnings, not -Werror), the application's with -Werror; linked with
+/// --gc-sections, without which the archive's 64-bit counts would ask for a critical
+/// section the application does not need (docs/c-api.md).
+fn freertos(root: &Path, rtos: &Rtos, out: &Path, defines: &[&str]) -> Result<(), String> {
+    let ex = root.join("examples/freertos");
+    let kernel = ex.join("vendor/FreeRTOS-Kernel");
+    let port = kernel.join("portable/GCC").join(rtos.port);
+    let objs = out.with_extension("objs");
+    std::fs::create_dir_all(&objs).map_err(|e| e.to_string())?;
+    let sources = [
+        (kernel.join("tasks.c"), false),
+        (kernel.join("list.c"), false),
+        (kernel.join("queue.c"), false),
+        (port.join("port.c"), false),
+        (kernel.join("portable/MemMang/heap_4.c"), false),
+        (ex.join("startup.c"), true),
+        (ex.join("main.c"), true),
+    ];
+    let mut link = Command::new("arm-none-eabi-gcc");
+    link.args(rtos.flags)
+        .args(["-nostdlib", "-nostartfiles", "-T"])
+        .arg(ex.join("link.ld"));
+    for (src, own) in &sources {
+        let obj = objs.join(src.file_stem().unwrap()).with_extension("o");
+        let mut c = Command::new("arm-none-eabi-gcc");
+        c.args([
+            "-std=c11",
+            "-O2",
+            "-g",
+            "-ffunction-sections",
+            "-fdata-sections",
+        ])
+        .args(rtos.flags)
+        .args(if *own {
+            &["-Wall", "-Wextra", "-Werror"][..]
+        } else {
+            &["-Wall"][..]
+        })
+        .args(defines)
+        .arg("-I")
+        .arg(&ex)
+        .arg("-I")
+        .arg(kernel.join("include"))
+        .arg("-I")
+        .arg(&port)
+        .arg("-I")
+        .arg(root.join("ffi/include"))
+        // rcuref_config.h, beside the archive.
+        .arg("-I")
+        .arg(root.join(format!("target/{}/ffi", rtos.target)))
+        .arg("-c")
+        .arg(src)
+        .arg("-o")
+        .arg(&obj);
+        run(&mut c)?;
+        link.arg(obj);
+    }
+    link.arg(root.join(format!("target/{}/ffi/librcuref_ffi.a", rtos.target)))
+        .args([
+            "-lgcc",
+            "-Wl,--gc-sections",
+            "-Wl,--no-warn-execstack",
+            "-Wl,--no-warn-rwx-segments",
+            "-o",
+        ])
+        .arg(out);
+    run(&mut link).map(|_| ())
 }
 
 /// `cargo xtask ffi [--host-only]`.
@@ -372,7 +479,7 @@ pub fn check(targets: &[&str], host_only: bool) -> Result<(), String> {
                     ""
                 }
             ),
-            firmware(&root, fw, &elf, &[]).and_then(|_| in_qemu(fw.target, &elf)),
+            firmware(&root, fw, &elf, &[]).and_then(|_| in_qemu(fw.target, None, &elf)),
         );
         t.check(
             &format!(
@@ -380,7 +487,36 @@ pub fn check(targets: &[&str], host_only: bool) -> Result<(), String> {
                  period, must be caught",
                 fw.target
             ),
-            firmware(&root, fw, &broken, &["-DBROKEN"]).and_then(|_| in_qemu(fw.target, &broken)),
+            firmware(&root, fw, &broken, &["-DBROKEN"])
+                .and_then(|_| in_qemu(fw.target, None, &broken)),
+        );
+    }
+    for rtos in FREERTOS
+        .iter()
+        .filter(|r| !host_only && targets.contains(&r.target))
+    {
+        let (elf, broken) = (
+            bin.join(format!("freertos-{}.elf", rtos.target)),
+            bin.join(format!("freertos-{}-broken.elf", rtos.target)),
+        );
+        t.check(
+            &format!(
+                "FreeRTOS example in QEMU ({}, {}): four reader tasks, a writer, three \
+                 interrupt handlers nesting on the interrupted task's context, call_rcu \
+                 and synchronize",
+                rtos.machine, rtos.target
+            ),
+            freertos(&root, rtos, &elf, &[])
+                .and_then(|_| in_qemu(rtos.target, Some(rtos.machine), &elf)),
+        );
+        t.check(
+            &format!(
+                "FreeRTOS example ({}), negative control: the writer frees without a grace \
+                 period, must be caught",
+                rtos.machine
+            ),
+            freertos(&root, rtos, &broken, &["-DBROKEN"])
+                .and_then(|_| in_qemu(rtos.target, Some(rtos.machine), &broken)),
         );
     }
     if !host_only {

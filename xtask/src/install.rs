@@ -154,12 +154,15 @@ pub fn bench_tools() -> Result<(), String> {
     apt_install(&missing, "the benchmarks")
 }
 
-/// The C API's tests (`cargo xtask ffi`): gcc and g++ (Debian's gcc brings the
-/// ThreadSanitizer and AddressSanitizer runtimes), and with `firmware` Debian's
-/// arm-none-eabi-gcc, riscv64-unknown-elf-gcc and picolibc for it (about 90 MB to download).
 /// picolibc's specs for riscv64-unknown-elf-gcc (Debian's `picolibc-riscv64-unknown-elf`).
 pub const PICOLIBC_RISCV_SPECS: &str = "/usr/lib/picolibc/riscv64-unknown-elf/picolibc.specs";
+/// Where arm-none-eabi-gcc finds newlib's <string.h> (Debian's `libnewlib-arm-none-eabi`).
+pub const NEWLIB_ARM_STRING_H: &str = "/usr/lib/arm-none-eabi/include/string.h";
 
+/// The C API's tests (`cargo xtask ffi`): gcc and g++ (Debian's gcc brings the
+/// ThreadSanitizer and AddressSanitizer runtimes), and with `firmware` Debian's
+/// arm-none-eabi-gcc, newlib's headers for it (the FreeRTOS example's kernel includes
+/// <string.h>), riscv64-unknown-elf-gcc and picolibc for it (about 90 MB to download).
 pub fn c_tools(firmware: bool) -> Result<(), String> {
     let mut tools = vec![("gcc", "gcc"), ("g++", "g++")];
     if firmware {
@@ -175,6 +178,9 @@ pub fn c_tools(firmware: bool) -> Result<(), String> {
     // <stdlib.h> (built with picolibc's specs).
     if firmware && !std::path::Path::new(PICOLIBC_RISCV_SPECS).exists() {
         missing.push("picolibc-riscv64-unknown-elf");
+    }
+    if firmware && !std::path::Path::new(NEWLIB_ARM_STRING_H).exists() {
+        missing.push("libnewlib-arm-none-eabi");
     }
     apt_install(&missing, "the C API's tests")
 }

@@ -360,7 +360,8 @@ fn test(args: &[String]) -> Result<(), String> {
     run.cargo(
         "ffi: the C API: header current, static library for the host and every target, \
          the C suite (api, torture plain / TSan / its broken control, the C page's example \
-         under ASan), a C firmware in QEMU and its broken control",
+         under ASan), a C firmware in QEMU and its broken control, the FreeRTOS example \
+         on mps2-an385/an386 and its broken control",
         Expect::Tests(if host_only {
             FFI_CHECKS_HOST
         } else {
@@ -827,9 +828,10 @@ const ASYMMETRIC_TESTS: u64 = 48;
 /// under ASan (9), the header as C++ alone and on either side of the standard headers
 /// (3).
 const FFI_CHECKS_HOST: u64 = 22;
-/// With QEMU: the C firmware and its broken control on each of its two targets (4), and
-/// the C page's example built with each of the six embedded C compilers' flags (6).
-const FFI_CHECKS_QEMU: u64 = 10;
+/// With QEMU: the C firmware and its broken control on each of its two targets (4), the
+/// FreeRTOS example and its broken control on mps2-an385 and mps2-an386 (4), and the C
+/// page's example built with each of the six embedded C compilers' flags (6).
+const FFI_CHECKS_QEMU: u64 = 14;
 /// Miri over file_ref 11, torture_file_ref 4, warnings 2, rcu 37, torture_rcu 1, pool 7,
 /// torture_pool 1 (a debug build without mutants; the 2^32 pool test is ignored there).
 const MIRI_TESTS: u64 = 63;
