@@ -22,9 +22,12 @@ pub enum Warning {
     ImbalancedPut,
     /// An `inc` on a released count (an `inc` requires a reference already held).
     IncOnReleased,
+    /// A callback queued with a key that is already queued (`CallQueue::call_keyed`,
+    /// feature `debug-callbacks`): refused, the queue unchanged.
+    QueuedTwice,
 }
 
-const KINDS: usize = 3;
+const KINDS: usize = 4;
 
 impl Warning {
     const fn index(self) -> usize {
@@ -32,20 +35,13 @@ impl Warning {
             Warning::Saturated => 0,
             Warning::ImbalancedPut => 1,
             Warning::IncOnReleased => 2,
+            Warning::QueuedTwice => 3,
         }
     }
 }
 
-static COUNTS: [AtomicUsize; KINDS] = [
-    AtomicUsize::new(0),
-    AtomicUsize::new(0),
-    AtomicUsize::new(0),
-];
-static LOGGED: [AtomicBool; KINDS] = [
-    AtomicBool::new(false),
-    AtomicBool::new(false),
-    AtomicBool::new(false),
-];
+static COUNTS: [AtomicUsize; KINDS] = [const { AtomicUsize::new(0) }; KINDS];
+static LOGGED: [AtomicBool; KINDS] = [const { AtomicBool::new(false) }; KINDS];
 /// Holds either null or a `fn(Warning)` cast to a pointer (see [`set_warning_hook`]).
 static HOOK: AtomicPtr<()> = AtomicPtr::new(core::ptr::null_mut());
 

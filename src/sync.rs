@@ -22,6 +22,8 @@
 
 #[cfg(all(loom, target_has_atomic = "64"))]
 pub(crate) use loom::sync::atomic::AtomicU64;
+#[cfg(all(loom, feature = "debug-callbacks"))]
+pub(crate) use loom::sync::atomic::AtomicUsize;
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU32, Ordering};
 
@@ -29,6 +31,8 @@ pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU32, Ord
 pub(crate) use core::sync::atomic::Ordering;
 #[cfg(all(not(loom), target_has_atomic = "64"))]
 pub(crate) use portable_atomic::AtomicU64;
+#[cfg(all(not(loom), feature = "debug-callbacks"))]
+pub(crate) use portable_atomic::AtomicUsize;
 #[cfg(not(loom))]
 pub(crate) use portable_atomic::{fence, AtomicBool, AtomicPtr, AtomicU32};
 

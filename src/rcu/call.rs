@@ -75,6 +75,10 @@ struct Place<C> {
     /// other contexts while the place is held elsewhere, so it is an atomic.
     seq: AtomicU32,
     value: UnsafeCell<MaybeUninit<C>>,
+    /// The key the callback was queued with (`call_keyed`; 0: none), read by other
+    /// callers while the place is held.
+    #[cfg(feature = "debug-callbacks")]
+    key: crate::sync::AtomicUsize,
 }
 
 impl<C> Place<C> {
@@ -85,6 +89,8 @@ impl<C> Place<C> {
                 cookie: AtomicU32::new(0),
                 seq: AtomicU32::new(0),
                 value: UnsafeCell::new(MaybeUninit::uninit()),
+                #[cfg(feature = "debug-callbacks")]
+                key: crate::sync::AtomicUsize::new(0),
             }
         }
     }
@@ -215,6 +221,37 @@ impl<'d, C, const M: usize, const N: usize> CallQueue<'d, C, M, N> {
     /// [`Refused`] with [`Error::Full`] and the callback when every place was seen
     /// holding one: run the queue, or wait for a grace period and free directly.
     pub fn call(&self, callback: C) -> Result<(), Refused<C>> {
+        self.queue(0, callback)
+    }
+
+    /// [`call`](Self::call), naming the callback with `key` (the address of the object
+    /// it frees, say; not 0) so that a debug build catches it queued twice (Linux's
+    /// `DEBUG_OBJECTS_RCU_HEAD`). With feature `debug-callbacks` a key that a queued
+    /// callback already holds is refused with [`Error::Busy`] and
+    /// [`Warning::QueuedTwice`](crate::Warning::QueuedTwice), the queue unchanged;
+    /// without it, this is `call` (no cost). A debug aid, not a guarantee: two contexts
+    /// that queue the same key at the same instant may both get through.
+    ///
+    /// # Errors
+    /// As [`call`](Self::call), and [`Error::Busy`] (feature `debug-callbacks`).
+    pub fn call_keyed(&self, key: usize, callback: C) -> Result<(), Refused<C>> {
+        #[cfg(feature = "debug-callbacks")]
+        if key != 0
+            && self
+                .places
+                .iter()
+                .any(|p| p.state.load(Acquire) != FREE && p.key.load(Relaxed) == key)
+        {
+            crate::log::warn(crate::log::Warning::QueuedTwice);
+            return Err(Refused::new(Error::Busy, callback));
+        }
+        self.queue(key, callback)
+    }
+
+    /// Queues `callback` (with `key`, kept only in `debug-callbacks` builds).
+    fn queue(&self, key: usize, callback: C) -> Result<(), Refused<C>> {
+        #[cfg(not(feature = "debug-callbacks"))]
+        let _ = key;
         if M == 0 {
             return Err(Refused::new(Error::Full, callback));
         }
@@ -226,6 +263,8 @@ impl<'d, C, const M: usize, const N: usize> CallQueue<'d, C, M, N> {
                 continue;
             }
             self.next.store(((at + 1) % M) as u32, Relaxed);
+            #[cfg(feature = "debug-callbacks")]
+            p.key.store(key, Relaxed);
             if mutant!(CallReadyBeforeFilled) {
                 // The bug: a runner may take the place before the callback is in it.
                 hand_on(&p.state, READY);

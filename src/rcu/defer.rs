@@ -1,5 +1,6 @@
 //! Deferred reclamation with bounded memory: `call_rcu` without a heap.
 
+use super::call::Ran;
 use super::domain::Rcu;
 use super::readers::{may_wait, wait_through, WaitContext};
 use super::wait::Waiting;
@@ -109,6 +110,28 @@ impl<'d, T, const M: usize, const N: usize> DeferQueue<'d, T, M, N> {
     pub fn collect(&mut self, reclaim: impl FnMut(T)) -> usize {
         let rcu = self.rcu;
         self.release_while(|target| rcu.cookie_from_raw(target).poll(), reclaim)
+    }
+
+    /// Hands at most `budget` values whose grace period has ended to `reclaim`, oldest
+    /// first, and leaves the rest for a later call, so a tick handler or an interrupt
+    /// bounds its work (Linux limits the callbacks one softirq invokes the same way).
+    /// Never blocks. Returns how many it released and how many are still queued
+    /// (due or not).
+    pub fn collect_at_most(&mut self, budget: usize, reclaim: impl FnMut(T)) -> Ran {
+        let rcu = self.rcu;
+        let mut room = budget;
+        let ran = self.release_while(
+            |target| {
+                let go = room > 0 && rcu.cookie_from_raw(target).poll();
+                room = room.saturating_sub(usize::from(go));
+                go
+            },
+            reclaim,
+        );
+        Ran {
+            ran,
+            left: self.len,
+        }
     }
 
     /// Hands values to `reclaim`, oldest first, while `due` says the front one's cookie

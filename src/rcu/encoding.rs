@@ -36,6 +36,15 @@ pub(crate) const STEPS_PER_GP: u32 = 4;
 /// A cookie is at most this many steps ahead of `gp` (a wait in progress adds one), and
 /// `gp` never moves backwards, so a target further ahead than this is in the past.
 pub(crate) const MAX_AHEAD: u32 = STEPS_PER_GP + 1;
+/// The raw cookie that is always done ([`Rcu::completed`](super::Rcu::completed), Linux's
+/// `RCU_GET_STATE_COMPLETED`). Odd: a real target is always even (`start_poll` adds
+/// `STEPS_PER_GP` to an even counter and one more to an odd one), so no cookie a domain
+/// hands out can be taken for it.
+pub(crate) const COMPLETED: u32 = 1;
+/// Unfinished cookies a domain can have at once with distinct targets: the even targets
+/// 1 to `MAX_AHEAD` steps ahead of the counter (three while a wait is in progress, two
+/// otherwise); Linux's `NUM_ACTIVE_RCU_POLL_OLDSTATE`.
+pub(crate) const ACTIVE_COOKIES: usize = 3;
 /// Attempts one `poll` makes at most: a whole grace period from any point, with room for
 /// compare-exchanges lost to other drivers (each of which is progress too). This is what
 /// keeps `poll` from ever looping for long, whatever cookie it is given.

@@ -2,7 +2,8 @@
 
 use super::domain::Rcu;
 use super::encoding::{
-    half, mask, online, phase, phase_of, plus, reached, MAX_TRIES, ONE_LEVEL, STEPS_PER_GP,
+    half, mask, online, phase, phase_of, plus, reached, COMPLETED, MAX_TRIES, ONE_LEVEL,
+    STEPS_PER_GP,
 };
 use super::ops;
 use crate::pad::Line;
@@ -10,8 +11,20 @@ use crate::sync::AtomicU32;
 use crate::sync::Ordering::{Acquire, Relaxed, Release};
 
 impl<const N: usize> Rcu<N> {
-    /// Takes a cookie that is done once every read section running now has ended.
-    /// Never blocks. Call it after unpublishing what you will reclaim.
+    /// How many unfinished cookies with distinct targets a domain can have at once (3):
+    /// a table of cookies this long, keeping the newest of each target, covers every
+    /// grace period in flight (Linux's `NUM_ACTIVE_RCU_POLL_OLDSTATE`, which is 2 there).
+    /// The targets are the even counter values one to five steps ahead: three while a
+    /// wait is in progress, two otherwise (`tests/polled.rs` counts them on every value
+    /// of a small counter).
+    pub const ACTIVE_COOKIES: usize = super::encoding::ACTIVE_COOKIES;
+
+    /// Takes a cookie that is done once every read section running now has ended
+    /// (Linux's `start_poll_synchronize_rcu`). Never blocks. Call it after unpublishing
+    /// what you will reclaim.
+    ///
+    /// It starts nothing: grace periods here are driven by whoever polls or waits, so
+    /// this is [`get_state`](Self::get_state) under the name Linux callers look for.
     pub fn start_poll(&self) -> GpCookie<'_, N> {
         let g = ops::cookie_snapshot(&self.gp.0);
         // A wait already in progress (odd g) started before us and does not count.
@@ -29,6 +42,24 @@ impl<const N: usize> Rcu<N> {
         GpCookie {
             rcu: self,
             target: plus(g, steps + in_progress),
+        }
+    }
+
+    /// Takes a cookie for the grace period that covers every section running now,
+    /// without starting one (Linux's `get_state_synchronize_rcu`): the same cookie as
+    /// [`start_poll`](Self::start_poll), which starts nothing either.
+    pub fn get_state(&self) -> GpCookie<'_, N> {
+        self.start_poll()
+    }
+
+    /// A cookie that is always done (Linux's `get_completed_synchronize_rcu`): for the
+    /// "nothing to wait for" entries of a table of cookies. Its raw form
+    /// ([`GpCookie::into_raw`]) is 1, which no [`start_poll`](Self::start_poll) returns
+    /// (real targets are even), and it stays done however far the counter goes.
+    pub fn completed(&self) -> GpCookie<'_, N> {
+        GpCookie {
+            rcu: self,
+            target: COMPLETED,
         }
     }
 
@@ -305,7 +336,8 @@ impl<'d, const N: usize> GpCookie<'d, N> {
     pub fn is_done(&self) -> bool {
         // Acquire: pairs with the step that completed the grace period, which acquired
         // every reader's exit, so those sections happen before what the caller does next.
-        reached(ops::counter_acquire(&self.rcu.gp.0), self.target)
+        let g = ops::counter_acquire(&self.rcu.gp.0);
+        self.target == COMPLETED || reached(g, self.target)
     }
 
     /// Whether the grace period has ended. Never blocks: if it has not, it advances the
@@ -335,9 +367,10 @@ impl<'d, const N: usize> GpCookie<'d, N> {
     /// dedicated slot of a `ContextReader`). A snapshot, slot by slot.
     pub fn holdouts(&self) -> Holdouts<'d> {
         let g = self.rcu.gp.0.load(Acquire);
+        let done = self.target == COMPLETED || reached(g, self.target);
         Holdouts {
             slots: &self.rcu.slots,
-            next: if reached(g, self.target) { N } else { 0 },
+            next: if done { N } else { 0 },
             waits_for: phase(g | 1) ^ 1,
         }
     }
@@ -362,6 +395,9 @@ impl<const N: usize> defmt::Format for GpCookie<'_, N> {
     }
 }
 
+/// Two cookies are equal when they are of the same domain and name the same grace
+/// period (Linux's `same_state_synchronize_rcu`): two cookies taken with no step of the
+/// counter between them, or two completed cookies.
 impl<const N: usize> PartialEq for GpCookie<'_, N> {
     fn eq(&self, other: &Self) -> bool {
         core::ptr::eq(self.rcu, other.rcu) && self.target == other.target

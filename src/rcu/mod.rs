@@ -214,6 +214,25 @@
 //! * Dropping a [`Reader`] ends a section whose guard was leaked: the borrow checker
 //!   has already ended every reference read under it.
 //!
+//! # Linux's calls, and where they differ
+//!
+//! | Linux | here | difference |
+//! |---|---|---|
+//! | `rcu_read_lock`/`unlock` | [`Reader::lock`], [`ContextReader::lock`], [`ContextReader::enter`]/[`exit`](ContextReader::exit) | a slot per context instead of per CPU |
+//! | `srcu_down_read`/`srcu_up_read` | [`Rcu::down_read`], [`ReadToken::up_read`] (`Send`) | a slot per token, never nested |
+//! | `synchronize_rcu` | [`Reader::synchronize`], [`ContextReader::synchronize`] | waits through a context, with a hook |
+//! | `start_poll_synchronize_rcu` | [`Rcu::start_poll`] | starts nothing: pollers drive grace periods |
+//! | `get_state_synchronize_rcu` | [`Rcu::get_state`] | the same cookie as `start_poll` |
+//! | `poll_state_synchronize_rcu` | [`GpCookie::poll`] (drives), [`GpCookie::is_done`] (only looks) | |
+//! | `cond_synchronize_rcu` | [`Reader::cond_synchronize`], [`ContextReader::cond_synchronize`] | |
+//! | `get_completed_synchronize_rcu` | [`Rcu::completed`] | raw form 1 |
+//! | `same_state_synchronize_rcu` | `==` on [`GpCookie`] | also compares the domain |
+//! | `NUM_ACTIVE_RCU_POLL_OLDSTATE` | [`Rcu::ACTIVE_COOKIES`] (3) | Linux: 2 |
+//! | the `_full` forms | the same calls | the asymmetric mode's heavy fences are part of every grace period a cookie names: nothing more to cover |
+//! | `call_rcu`, `rcu_barrier` | [`CallQueue::call`], [`CallQueue::barrier`]; [`DeferQueue`] for one owner | bounded, no heap; [`CallQueue::run`] and [`DeferQueue::collect_at_most`] take a budget |
+//! | `DEBUG_OBJECTS_RCU_HEAD` | [`CallQueue::call_keyed`] (feature `debug-callbacks`) | a key, not the `rcu_head` |
+//! | `CONFIG_RCU_STRICT_GRACE_PERIOD` | feature `strict-grace-periods` | every outermost unlock polls |
+//!
 //! # Bounded memory
 //!
 //! Nothing allocates. [`DeferQueue<T, M, N>`] holds at most `M` retired values; when it
@@ -308,7 +327,7 @@ pub use defer::DeferQueue;
 pub use domain::Rcu;
 pub use gp::{GpCookie, Holdout, Holdouts};
 pub use readers::{
-    ContextReader, Guard, PerCpu, Reader, WaitContext, DETECTS_WAIT_IN_OTHER_SECTION,
+    ContextReader, Guard, PerCpu, ReadToken, Reader, WaitContext, DETECTS_WAIT_IN_OTHER_SECTION,
 };
 pub use value::RcuValue;
 pub use wait::{forever, spin, Deadline, GracePeriod, StallDetector, Waiting};

@@ -2,6 +2,7 @@
 
 use super::domain::Rcu;
 use super::encoding::{online, CLAIMED, ONE_LEVEL, STICKY};
+use super::gp::GpCookie;
 use super::ops;
 use super::sections;
 use super::wait::Waiting;
@@ -135,6 +136,106 @@ impl<const N: usize> Rcu<N> {
     }
 }
 
+impl<const N: usize> Rcu<N> {
+    /// Feature `strict-grace-periods`: after an outermost unlock, drive the grace period
+    /// as far as the readers allow, so a reclaimer that frees too early (without waiting
+    /// for its grace period) meets its readers' reads soon instead of once in a while.
+    /// One poll: never blocks (in the asymmetric mode it may issue a heavy fence from
+    /// the unlocking context, so that mode's interrupt handlers should not use it).
+    #[cfg(feature = "strict-grace-periods")]
+    #[inline(never)]
+    fn drive_strictly(&self) {
+        let _ = self.get_state().poll();
+    }
+
+    /// Begins a read section that another context may end (Linux's `srcu_down_read`):
+    /// a DMA completion interrupt ending what a thread began, an async task that moves
+    /// between executors. The section holds a slot of its own (claimed as
+    /// [`register`](Self::register) does) until [`ReadToken::up_read`] or the token's
+    /// drop, which may run anywhere; grace periods wait for it like any reader. Tokens
+    /// never nest: each is a section of its own.
+    ///
+    /// # Errors
+    /// [`Error::NoFreeSlot`] when all `N` slots are claimed (nothing begun).
+    pub fn down_read(&self) -> Result<ReadToken<'_, N>, Error> {
+        let reader = self.register()?;
+        let at = reader.at;
+        core::mem::forget(reader); // INVARIANT: the slot moves to the token
+                                   // Not `At::enter`: the debug section table belongs to the calling thread, and
+                                   // this section may end on another one.
+        ops::lock_outer(at.word(), &self.phase.0);
+        Ok(ReadToken {
+            at,
+            _not_sync: PhantomData,
+        })
+    }
+}
+
+/// A read section begun by [`Rcu::down_read`] that any context may end: `Send`, not
+/// `Clone`, ended once by [`up_read`](Self::up_read) or by its drop (Linux's
+/// `srcu_up_read`).
+///
+/// Reads under it go through [`lock`](Self::lock) (a nested section of the token's
+/// slot, by whichever context holds the token now), whose guard bounds the references
+/// as every guard does. A raw pointer loaded under the token stays valid, by the RCU
+/// contract, until the token ends, on whatever context then holds it: using it there is
+/// the caller's `unsafe` code.
+#[must_use = "dropping the token ends its section at once"]
+pub struct ReadToken<'d, const N: usize> {
+    // INVARIANT: `Rcu::down_read` claimed `at.slot` for this token alone and entered a
+    // section on it; the token's holder is the slot's only writer until its drop ends
+    // the section and frees the slot. (Moving the token to another context moves that
+    // role, with the happens-before of the move.)
+    at: At<'d, N>,
+    /// `Send` (the section moves with it) but not `Sync`: two contexts locking through
+    /// one `&ReadToken` at once would both write the slot.
+    _not_sync: PhantomData<core::cell::Cell<()>>,
+}
+
+impl<'d, const N: usize> ReadToken<'d, N> {
+    /// Ends the section (and frees its slot).
+    pub fn up_read(self) {}
+
+    /// A nested section on the token's slot, for reading: only from the context that
+    /// holds the token (the guard borrows it).
+    #[inline]
+    pub fn lock(&self) -> Guard<'_, 'd, N> {
+        self.at.enter(false);
+        Guard {
+            at: &self.at,
+            _not_send: PhantomData,
+        }
+    }
+
+    /// The domain whose grace periods wait for this section.
+    pub fn domain(&self) -> &'d Rcu<N> {
+        self.at.rcu
+    }
+
+    /// The slot this section holds (diagnostics).
+    pub fn slot(&self) -> usize {
+        self.at.slot
+    }
+}
+
+impl<const N: usize> Drop for ReadToken<'_, N> {
+    fn drop(&mut self) {
+        // Ends the section and frees the slot in one Release store: what the holders
+        // read under it happens before a scan that sees the slot free.
+        ops::release(self.at.word());
+        #[cfg(feature = "strict-grace-periods")]
+        self.at.rcu.drive_strictly();
+    }
+}
+
+impl<const N: usize> core::fmt::Debug for ReadToken<'_, N> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("ReadToken")
+            .field("slot", &self.at.slot)
+            .finish()
+    }
+}
+
 /// A registered reader: owns one slot of its domain. Not `Send`/`Sync`: one context
 /// (thread, hart, interrupt level) uses it, which is what lets the read side use plain
 /// loads and stores.
@@ -203,6 +304,21 @@ impl<'d, const N: usize> Reader<'d, N> {
         hook: impl FnMut(&Waiting<'_, '_, N>) -> ControlFlow<()>,
     ) -> Result<(), Error> {
         self.at.synchronize(hook)
+    }
+
+    /// Waits for `cookie`'s grace period only if it has not ended yet (Linux's
+    /// `cond_synchronize_rcu`): a cookie that is done after one poll returns at once,
+    /// even from inside a section; otherwise as [`synchronize`](Self::synchronize).
+    ///
+    /// # Errors
+    /// [`Error::OtherDomain`] for a cookie of another domain; otherwise those of
+    /// [`synchronize`](Self::synchronize), only when there is something to wait for.
+    pub fn cond_synchronize(
+        &mut self,
+        cookie: GpCookie<'_, N>,
+        hook: impl FnMut(&Waiting<'_, '_, N>) -> ControlFlow<()>,
+    ) -> Result<(), Error> {
+        self.at.wait_for(cookie, hook)
     }
 }
 
@@ -356,6 +472,20 @@ impl<'d, const N: usize> ContextReader<'d, N> {
     ) -> Result<(), Error> {
         self.at.synchronize(hook)
     }
+
+    /// Waits for `cookie`'s grace period only if it has not ended yet (Linux's
+    /// `cond_synchronize_rcu`; see [`Reader::cond_synchronize`]). From the context
+    /// itself only, as [`synchronize`](Self::synchronize).
+    ///
+    /// # Errors
+    /// As [`Reader::cond_synchronize`].
+    pub fn cond_synchronize(
+        &self,
+        cookie: GpCookie<'_, N>,
+        hook: impl FnMut(&Waiting<'_, '_, N>) -> ControlFlow<()>,
+    ) -> Result<(), Error> {
+        self.at.wait_for(cookie, hook)
+    }
 }
 
 impl<const N: usize> core::fmt::Debug for ContextReader<'_, N> {
@@ -459,6 +589,8 @@ impl<'d, const N: usize> At<'d, N> {
             // Outermost: the section's loads happen before a writer's Acquire sees it.
             ops::unlock(slot, CLAIMED);
             sections::left(self.rcu.section_key());
+            #[cfg(feature = "strict-grace-periods")]
+            self.rcu.drive_strictly();
         } else if v < STICKY {
             ops::unlock(slot, v - ONE_LEVEL);
         }
@@ -493,6 +625,25 @@ impl<'d, const N: usize> At<'d, N> {
     ) -> Result<(), Error> {
         self.may_wait(self.rcu)?;
         super::wait::until_done(self.rcu.start_poll(), hook)
+    }
+
+    /// Waits through this slot until `cookie` is done. A cookie of another domain is
+    /// refused; one that is done after a poll needs no wait and is answered at once,
+    /// even from inside a section; otherwise the context is checked (`may_wait`) before
+    /// the first wait.
+    fn wait_for(
+        &self,
+        cookie: GpCookie<'_, N>,
+        hook: impl FnMut(&Waiting<'_, '_, N>) -> ControlFlow<()>,
+    ) -> Result<(), Error> {
+        if !core::ptr::eq(cookie.rcu, self.rcu) {
+            return Err(Error::OtherDomain);
+        }
+        if cookie.poll() {
+            return Ok(()); // nothing to wait for: no deadlock possible
+        }
+        self.may_wait(cookie.rcu)?;
+        super::wait::until_done(cookie, hook)
     }
 }
 
@@ -581,18 +732,10 @@ pub(crate) fn may_wait<const N: usize>(
 /// ([`may_wait`]) before the first wait.
 pub(crate) fn wait_through<const N: usize>(
     ctx: &impl WaitContext<N>,
-    cookie: super::GpCookie<'_, N>,
+    cookie: GpCookie<'_, N>,
     hook: impl FnMut(&Waiting<'_, '_, N>) -> ControlFlow<()>,
 ) -> Result<(), Error> {
-    let at = sealed::Sealed::at(ctx);
-    if !core::ptr::eq(cookie.rcu, at.rcu) {
-        return Err(Error::OtherDomain);
-    }
-    if cookie.poll() {
-        return Ok(()); // nothing to wait for: no deadlock possible
-    }
-    at.may_wait(cookie.rcu)?;
-    super::wait::until_done(cookie, hook)
+    sealed::Sealed::at(ctx).wait_for(cookie, hook)
 }
 
 /// Whether this build reports a blocking wait inside a read section of *another* reader
