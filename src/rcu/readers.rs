@@ -155,6 +155,10 @@ impl<const N: usize> Rcu<N> {
     /// drop, which may run anywhere; grace periods wait for it like any reader. Tokens
     /// never nest: each is a section of its own.
     ///
+    /// A blocking wait by the context that holds a token waits for that token's section
+    /// too, for ever: end the token first. (The debug check of feature `std` does not
+    /// see tokens: they may end on another thread.)
+    ///
     /// # Errors
     /// [`Error::NoFreeSlot`] when all `N` slots are claimed (nothing begun).
     pub fn down_read(&self) -> Result<ReadToken<'_, N>, Error> {
