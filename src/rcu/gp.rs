@@ -85,6 +85,13 @@ impl<const N: usize> Rcu<N> {
         }
     }
 
+    /// The registration count of half `h` (0 or 1; masked, so no bounds check and no
+    /// panic path is compiled in).
+    #[inline(always)]
+    fn stepping_in(&self, h: usize) -> &AtomicU32 {
+        &self.stepping.0[h & 1]
+    }
+
     /// Registers the caller as a driver in the half of the range `gp` is in, and returns
     /// that half and a snapshot of `gp` taken after the registration.
     fn enter(&self) -> (usize, u32) {
@@ -92,7 +99,7 @@ impl<const N: usize> Rcu<N> {
         loop {
             let h = half(g);
             pause_point!(GpEnterBeforeRegister);
-            let now = ops::register_in_half(&self.stepping.0[h], &self.gp.0);
+            let now = ops::register_in_half(self.stepping_in(h), &self.gp.0);
             if half(now) == h {
                 return (h, now);
             }
@@ -100,7 +107,7 @@ impl<const N: usize> Rcu<N> {
                 return (h, now); // registered in a half the counter may have left
             }
             // `g` was from an earlier visit of that half: register again.
-            ops::leave_half(&self.stepping.0[h]);
+            ops::leave_half(self.stepping_in(h));
             g = now;
         }
     }
@@ -191,7 +198,7 @@ impl<const N: usize> Rcu<N> {
     fn lap_guard_allows(&self, reg: &Registration<'_, N>, next: u32) -> bool {
         half(next) == reg.half
             || mutant!(NoLapGuard)
-            || ops::registered(&self.stepping.0[half(next)]) == 0
+            || ops::registered(self.stepping_in(half(next))) == 0
     }
 }
 
@@ -224,7 +231,7 @@ impl<'d, const N: usize> Registration<'d, N> {
             // (The variant keeps the registration in the half the counter has left.)
             return g;
         }
-        ops::leave_half(&self.rcu.stepping.0[self.half]);
+        ops::leave_half(self.rcu.stepping_in(self.half));
         let (half, fresh) = self.rcu.enter();
         self.half = half;
         if mutant!(StaleSnapshotAfterRegister) {
@@ -239,14 +246,14 @@ impl<'d, const N: usize> Registration<'d, N> {
     fn held_by_a_reader(&self) {
         if mutant!(RegistrationLeakedWhenBlocked) {
             // The variant registers once more, a registration nobody ever leaves.
-            ops::register_in_half(&self.rcu.stepping.0[self.half], &self.rcu.gp.0);
+            ops::register_in_half(self.rcu.stepping_in(self.half), &self.rcu.gp.0);
         }
     }
 
     /// Leaves the half: the end of a call.
     fn finish(self) {
         let me = core::mem::ManuallyDrop::new(self);
-        ops::leave_half(&me.rcu.stepping.0[me.half]);
+        ops::leave_half(me.rcu.stepping_in(me.half));
     }
 }
 
@@ -257,7 +264,7 @@ impl<const N: usize> Drop for Registration<'_, N> {
         if mutant!(RegistrationKeptOnPanic) {
             return;
         }
-        ops::leave_half(&self.rcu.stepping.0[self.half]);
+        ops::leave_half(self.rcu.stepping_in(self.half));
     }
 }
 
