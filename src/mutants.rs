@@ -147,6 +147,11 @@ mutants! {
     /// sees a callback's place freed may return before the callback's effects are
     /// visible to it (found by the loom model when the code had it).
     CallRelaxedScan,
+    /// `CallQueue`: a barrier's pass reads the queue's count (like the places' numbers)
+    /// with `Relaxed`, so a barrier that reads the number of a later callback in a
+    /// place its callback left need not see that callback's effects (the review's
+    /// finding 1).
+    CallRelaxedNumber,
     /// RCU, asymmetric mode, **not a bug**: a wait step issues its heavy fence even when
     /// every slot is free. Only slower: the fence-count test must see it.
     FenceEmptyDomain,

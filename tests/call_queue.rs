@@ -53,6 +53,27 @@ fn a_budget_bounds_the_work_of_one_run() {
     assert_eq!(got, [0, 1, 2, 3, 4]);
 }
 
+/// The review's finding 2's first half: runs with a budget of one always began at place
+/// 0, so a stream of callbacks through it starved a due callback in place 1 (for 2^31
+/// calls, until a barrier's sign test took it for new). Runs now go round the places.
+#[test]
+fn a_budgeted_run_does_not_starve_a_place() {
+    let _x = exclusive();
+    let rcu: &Rcu<2> = leak(Rcu::new());
+    let q: &CallQueue<u32, 2, 2> = leak(CallQueue::new(rcu));
+    q.call(0).unwrap(); // place 0
+    q.call(1).unwrap(); // place 1: the one that starved
+    let mut ran_one = false;
+    for round in 0..4 {
+        q.run(1, |v| ran_one |= v == 1);
+        q.call(10 + round).unwrap(); // the stream, into whichever place is free
+        if ran_one {
+            break;
+        }
+    }
+    assert!(ran_one, "a due callback waited behind a stream of others");
+}
+
 #[test]
 fn a_full_queue_gives_the_callback_back() {
     let _x = exclusive();
@@ -319,18 +340,27 @@ mod controls {
         let q: &'static CallQueue<u32, 2, 4> = leak(CallQueue::new(rcu));
         let late = unsafe_context(rcu);
         q.call(0).unwrap(); // place 0
-        let aged = rcu.start_poll().into_raw();
-        q.call(1).unwrap(); // place 1: the one that ages
         let c = rcu.start_poll();
         while !c.poll() {}
-        assert_eq!(q.run(1, |v| assert_eq!(v, 0)).ran, 1); // place 0 free again
-                                                           // Whole grace periods (4 steps each) until the counter is 8 steps past the
-                                                           // cookie's target, modulo 16: after the barrier's own grace period it is 12
-                                                           // past, 4 behind the target's next lap, and the cookie reads "not done".
+        late.enter().unwrap(); // keeps the next callback from being due
+        let aged = rcu.start_poll().into_raw();
+        q.call(1).unwrap(); // place 1: the one that ages
+        // Place 0 free again, and runs keep starting at place 0 (no budget hit).
+        assert_eq!(q.run(usize::MAX, |v| assert_eq!(v, 0)), Ran { ran: 1, left: 1 });
+        // SAFETY: (test) nothing was read in the section.
+        unsafe { late.exit().unwrap() };
+        // Whole grace periods (from an even counter, 4 steps each: that run's poll of
+        // the callback's cookie left a wait in progress, and the first one ends it)
+        // until the barrier's own grace period will leave the counter one to five steps
+        // behind the cookie's target on its next lap: the cookie then reads "not done".
         let mut steps = 0;
-        while rcu.gp_counter().wrapping_sub(aged) & 15 != 8 {
+        loop {
             let c = rcu.start_poll();
             while !c.poll() {}
+            let after_barrier = rcu.gp_counter().wrapping_add(4);
+            if (1..=5).contains(&(aged.wrapping_sub(after_barrier) & 15)) {
+                break;
+            }
             steps += 1;
             assert!(steps < 64, "the cookie never aged");
         }

@@ -119,6 +119,50 @@ fn callback_after_the_readers() {
     });
 }
 
+/// The hostile review's finding 1: callback X (number 0) is queued before a barrier;
+/// another context runs X (which writes `effect`), frees its place and queues Y, which
+/// takes the same place and number 1. A barrier that reads Y's number in X's place
+/// ("not one of mine") returns: it must still see X's write (the number is stored with
+/// Release and read with Acquire; relaxed, reading `effect` after the barrier races
+/// with X's write).
+fn barrier_meets_the_next_callbacks_number() {
+    model(3, || {
+        let rcu: &'static Rcu<2> = Box::leak(Box::new(Rcu::new()));
+        let q: &'static CallQueue<'static, u32, 1, 2> = Box::leak(Box::new(CallQueue::new(rcu)));
+        let effect: &'static UnsafeCell<u32> = Box::leak(Box::new(UnsafeCell::new(0)));
+        let write = move |v: u32| {
+            if v == 1 {
+                // SAFETY: (test) loom checks this write against the read below.
+                effect.with_mut(|p| unsafe { *p = 1 });
+            }
+        };
+        q.call(1).unwrap(); // X: place 0, number 0
+        let other = thread::spawn(move || {
+            q.run(usize::MAX, write);
+            let _ = q.call(2); // Y: place 0 again (M = 1), number 1
+        });
+        let mut me = rcu.register().unwrap();
+        q.barrier(&mut me, forever(thread::yield_now), write).unwrap();
+        // SAFETY: (test) loom checks this read against X's write.
+        let seen = effect.with(|p| unsafe { *p });
+        assert_eq!(seen, 1, "the barrier returned before X ran");
+        other.join().unwrap();
+    });
+}
+
+#[test]
+fn a_barrier_that_meets_a_later_number_sees_the_earlier_callback() {
+    barrier_meets_the_next_callbacks_number();
+}
+
+#[test]
+fn catches_relaxed_numbers() {
+    must_catch(
+        Mutant::CallRelaxedNumber,
+        barrier_meets_the_next_callbacks_number,
+    );
+}
+
 #[test]
 fn a_callback_is_published_to_its_runner_and_runs_once() {
     queued_here_run_there();

@@ -323,6 +323,12 @@ fn put(p: &Inner, i: usize, obj: *mut c_void) -> bool {
 /// to `*out`. Returns `RCUREF_OK`, `RCUREF_EDOMAIN` (the location holds a pointer that
 /// is not an object of this pool) or `RCUREF_EINVAL`.
 ///
+/// The location must hold a reference to the object it names (store the object with
+/// its reference; take it out before putting that reference): the re-check compares
+/// addresses, so an object put to its last reference while a location still names it
+/// can be freed and reused at the same address, and a lookup then returns the new
+/// object. Code that cannot keep that rule must compare a key of its own.
+///
 /// # Safety
 /// `p` is null or an initialised pool; `location` is null or a pointer location
 /// written only with `rcuref_assign_pointer`/`rcuref_exchange_pointer`; `out` is null

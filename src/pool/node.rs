@@ -206,6 +206,14 @@ impl core::fmt::Debug for Node {
 /// empty, or names an object that is being destroyed: absent, as it is about to be).
 /// Lock-free, not wait-free: a location replaced over and over can make it retry.
 ///
+/// **A location must hold a reference to the object it names** (take the object out of
+/// the location before putting the location's reference, as [`PoolCell`](super::PoolCell)
+/// does). The re-check compares addresses: if an object's last reference is put while a
+/// location still names it, its node may be freed and reused for another object at the
+/// same address, and a lookup of that location returns the new object, which nobody
+/// stored there (the review's finding 3). Code that cannot keep that rule must re-check
+/// the object's identity (a key) itself.
+///
 /// # Errors
 /// [`Error::OtherDomain`] if the location holds a pointer that `node_of` refuses;
 /// nothing is taken.

@@ -132,6 +132,8 @@ pub struct CallQueue<'d, C, const M: usize, const N: usize> {
     next: AtomicU32,
     /// Callbacks queued so far (wrapping): each place's `seq` is taken from it.
     queued: AtomicU32,
+    /// Where the next run starts looking (a hint, for fairness under a budget).
+    run_from: AtomicU32,
 }
 
 // SAFETY: a callback is moved in by the context that queues it and moved out by the
@@ -142,10 +144,13 @@ unsafe impl<C: Send, const M: usize, const N: usize> Sync for CallQueue<'_, C, M
 // SAFETY: as above; moving the queue moves its callbacks.
 unsafe impl<C: Send, const M: usize, const N: usize> Send for CallQueue<'_, C, M, N> {}
 
-/// Whether number `seq` was taken before `limit` (wrapping: fewer than 2^31 callbacks
-/// are queued while one barrier runs).
-fn before(seq: u32, limit: u32) -> bool {
-    (seq.wrapping_sub(limit) as i32) < 0
+/// Whether number `seq` was taken before a barrier read `limit`, given that the
+/// queue's count is `now` (read after `limit`): the numbers taken since are exactly
+/// `limit..now` (wrapping), so any other number is older. Holds while fewer than 2^32
+/// callbacks are queued during one barrier, however old `seq` is (a number compared
+/// by its sign alone turned "new" after 2^31 later calls: the review's finding 2).
+fn before(seq: u32, limit: u32, now: u32) -> bool {
+    seq.wrapping_sub(limit) >= now.wrapping_sub(limit)
 }
 
 /// Moves a place from `from` to `to` with one compare-exchange (`Acquire`: pairs with
@@ -189,6 +194,7 @@ impl<'d, C, const M: usize, const N: usize> CallQueue<'d, C, M, N> {
                 places: array_of!(Place::new(); M),
                 next: AtomicU32::new(0),
                 queued: AtomicU32::new(0),
+                run_from: AtomicU32::new(0),
             }
         }
     }
@@ -278,6 +284,8 @@ impl<'d, C, const M: usize, const N: usize> CallQueue<'d, C, M, N> {
             // Release (a read-modify-write, after the claim): a barrier that reads a
             // count past this one sees the claim, and the caller's unpublish, happen
             // before its own grace period starts.
+            // Release: a barrier that reads this number (Acquire) sees what this
+            // place's previous callback did (our claim acquired its free).
             p.seq.store(self.queued.fetch_add(1, Release), Relaxed);
             // INVARIANT: the value is initialised; a runner that sees READY sees it and
             // the cookie (a cookie travels with release/acquire to another core).
@@ -307,9 +315,30 @@ impl<'d, C, const M: usize, const N: usize> CallQueue<'d, C, M, N> {
         let mut r = Ran::default();
         // One poll that may advance the grace period per call; after that only looks.
         let mut polled = false;
+        // The count now, after the barrier's `limit`: the numbers taken in between are
+        // `limit..now`. Acquire (the count's read-modify-writes are all Release, one
+        // release sequence): a number this pass treats as new is below `now`, so the
+        // call that took it happens before this pass, and with it that call's claim of
+        // its place, which acquired the free after the place's previous callback
+        // returned. So a barrier that finds a later callback's number in the place of
+        // one it waits for sees that earlier callback's effects (the review's finding 1:
+        // with the number alone, read relaxed, it need not; `Mutant::CallRelaxedNumber`
+        // reads both relaxed, and the loom model catches it).
+        let now = match ended_before {
+            Some(_) if mutant!(CallRelaxedNumber) => self.queued.load(Relaxed),
+            Some(_) => self.queued.load(Acquire),
+            None => 0,
+        };
+        let number = |p: &Place<C>| p.seq.load(Relaxed);
         let waited_for =
-            |p: &Place<C>| ended_before.is_none_or(|limit| before(p.seq.load(Relaxed), limit));
-        for p in &self.places {
+            |p: &Place<C>| ended_before.is_none_or(|limit| before(number(p), limit, now));
+        // Where the last budgeted run stopped: a place past it is looked at first, so a
+        // due callback is not starved by a stream through the places before it.
+        let start = self.run_from.load(Relaxed) as usize;
+        let mut last_run = None;
+        for k in 0..M {
+            let at = (start + k) % M;
+            let p = &self.places[at];
             // Acquire: a place seen FREE was freed after its callback returned (Release),
             // so a barrier that finds its callbacks' places free returns after their
             // effects, not merely after their places (the loom model caught a relaxed
@@ -333,7 +362,7 @@ impl<'d, C, const M: usize, const N: usize> CallQueue<'d, C, M, N> {
                 continue;
             }
             let forced = ended_before.is_some_and(|limit| {
-                !mutant!(CallBarrierTrustsCookies) && before(p.seq.load(Relaxed), limit)
+                !mutant!(CallBarrierTrustsCookies) && before(number(p), limit, now)
             });
             let cookie = self.rcu.cookie_from_raw(p.cookie.load(Relaxed));
             let due = forced
@@ -362,8 +391,14 @@ impl<'d, C, const M: usize, const N: usize> CallQueue<'d, C, M, N> {
                 continue;
             }
             let _free = FreeOnDrop(&p.state);
+            last_run = Some(at);
             run(callback);
             r.ran += 1;
+        }
+        if let Some(at) = last_run {
+            if r.ran >= budget {
+                self.run_from.store(((at + 1) % M) as u32, Relaxed);
+            }
         }
         r
     }
@@ -449,5 +484,30 @@ impl<C, const M: usize, const N: usize> core::fmt::Debug for CallQueue<'_, C, M,
             .field("pending", &self.pending())
             .field("capacity", &M)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::before;
+
+    /// The window of numbers a barrier treats as new is exactly those taken since it
+    /// read its limit, however old a number it meets (finding 2: a number 2^31 calls
+    /// old read as new, and the barrier skipped its callback).
+    #[test]
+    fn numbers_older_than_the_limit_are_old_however_old() {
+        let limit = 1000u32;
+        for now in [limit, limit + 1, limit + 5] {
+            assert!(!(limit..now).any(|s| before(s, limit, now)), "a new number read as old");
+            for age in [1u32, 2, 1 << 20, 1 << 31, (1 << 31) + 1, u32::MAX - 10] {
+                let seq = limit.wrapping_sub(age);
+                assert!(before(seq, limit, now), "{age} calls old read as new");
+            }
+        }
+        // Across the wrap of the counter itself.
+        let limit = u32::MAX - 1;
+        let now = limit.wrapping_add(4);
+        assert!(!before(u32::MAX, limit, now) && !before(1, limit, now));
+        assert!(before(limit - 1, limit, now) && before(now, limit, now));
     }
 }
