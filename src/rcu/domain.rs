@@ -3,7 +3,7 @@
 use super::encoding::{phase, CLAIMED};
 use crate::pad::Line;
 use crate::sync::AtomicU32;
-use crate::sync::Ordering::Relaxed;
+use crate::sync::Ordering::{Acquire, Relaxed, Release};
 
 /// An RCU domain with `N` reader slots (threads, harts, interrupt priority levels).
 ///
@@ -21,6 +21,10 @@ pub struct Rcu<const N: usize> {
     // * `stepping[h]` counts the contexts inside `advance` whose snapshot of `gp` lies in
     //   half `h` of the range; `gp` never enters half `h` while it is non-zero, so no
     //   snapshot survives a whole lap (the lap guard).
+    // * `sleepers` counts the waits that have announced they may sleep
+    //   (`Waiting::sleep`) and not yet withdrawn; `wake` is null or a `fn()` the binary
+    //   installed (`set_wake_hook`). Nothing about safety depends on either: they only
+    //   decide how soon a sleeping wait runs again.
     // * `phase` is 0 or 1: the phase outermost locks record. Wait steps set it to
     //   `phase(g)` when it differs, so it changes twice per grace period. Nothing about
     //   safety depends on its value (module docs, "The phase word"), only how soon waits
@@ -29,11 +33,12 @@ pub struct Rcu<const N: usize> {
     //   `heavy::FenceMarks` states: `returned` names no wait, or a wait of the counter's
     //   current lap of its half whose heavy fence has returned (forgotten before every
     //   step into a half); `begun` is a hint with no bearing on safety.
-    // Layout: `phase` (read by every outermost lock, written twice per grace period),
+    // Layout: `phase` and `sleepers` (read by every outermost lock and unlock, written
+    // twice per grace period and when a wait starts or stops sleeping),
     // `gp` (written four times per grace period, read only by drivers), `stepping`
     // (written by every poll) and each slot (written by its reader) on cache lines of
     // their own where padding is on (`crate::pad`).
-    pub(super) phase: Line<AtomicU32>,
+    pub(super) phase: Line<ReadMostly>,
     pub(super) gp: Line<AtomicU32>,
     pub(super) stepping: Line<[AtomicU32; 2]>,
     #[cfg(all(rcuref_asymmetric_fence, not(loom)))]
@@ -46,7 +51,71 @@ pub struct Rcu<const N: usize> {
     pub(super) dedicated: usize,
 }
 
+/// What every outermost lock and unlock reads and little else writes: the phase word,
+/// and whether a wait sleeps (one cache line where padding is on).
+pub(super) struct ReadMostly {
+    pub(super) phase: AtomicU32,
+    /// Waits that may be sleeping now (`Waiting::sleep`).
+    pub(super) sleepers: AtomicU32,
+    /// Null, or the `fn()` that wakes this domain's sleeping waits (`set_wake_hook`).
+    pub(super) wake: crate::sync::AtomicPtr<()>,
+}
+
 impl<const N: usize> Rcu<N> {
+    /// Installs (or, with `None`, removes) the function that wakes this domain's
+    /// sleeping waits: a reader's outermost unlock that finds a wait asleep
+    /// ([`Waiting::sleep`](super::Waiting::sleep)) calls it, from the reader's context
+    /// (an interrupt handler's too: make it safe there, short, never blocking). It
+    /// should wake every sleeping wait of the domain (they re-check and sleep again if
+    /// their grace period is not over): `rcu::std_wake` with feature `std`, an RTOS's
+    /// notify-from-ISR, a `sev`.
+    pub fn set_wake_hook(&self, wake: Option<fn()>) {
+        let p = wake.map_or(core::ptr::null_mut(), |f| f as *mut ());
+        self.phase.0.wake.store(p, Release);
+    }
+
+    /// Installs `wake` as the wake hook if the domain has none (`std_sleeping`).
+    #[cfg(all(feature = "std", not(loom)))]
+    pub(super) fn wake_hook_or(&self, wake: fn()) {
+        let _ = self.phase.0.wake.compare_exchange(
+            core::ptr::null_mut(),
+            wake as *mut (),
+            Release,
+            Relaxed,
+        );
+    }
+
+    /// A reader left its outermost section: wake the sleeping waits, if any. One
+    /// relaxed load of a read-mostly word and a branch not taken when nobody sleeps.
+    #[inline(always)]
+    pub(super) fn wake_sleepers(&self) {
+        if self.phase.0.sleepers.load(Relaxed) != 0 {
+            self.call_wake_hook();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn call_wake_hook(&self) {
+        let p = self.phase.0.wake.load(Acquire);
+        if !p.is_null() {
+            // SAFETY: `wake` only ever holds null or a pointer made from a `fn()` in
+            // `set_wake_hook`; function and data pointers have the same size and
+            // representation on every target this crate supports (as in `log.rs`).
+            let f: fn() = unsafe { core::mem::transmute::<*mut (), fn()>(p) };
+            f();
+        }
+    }
+
+    /// Announces a wait that may sleep (`Waiting::sleep`); `false` undoes it.
+    pub(super) fn sleeping(&self, yes: bool) {
+        if yes {
+            self.phase.0.sleepers.fetch_add(1, crate::sync::Ordering::SeqCst);
+        } else {
+            self.phase.0.sleepers.fetch_sub(1, Release);
+        }
+    }
+
     const_fn! {
         /// A domain with all `N` slots free, usable in a `static`.
         pub const fn new() -> Self {
@@ -85,7 +154,11 @@ impl<const N: usize> Rcu<N> {
         pub const fn new_at(gp: u32) -> Self {
             let g = gp & !1;
             Rcu {
-                phase: Line(AtomicU32::new(phase(g))),
+                phase: Line(ReadMostly {
+                    phase: AtomicU32::new(phase(g)),
+                    sleepers: AtomicU32::new(0),
+                    wake: crate::sync::AtomicPtr::new(core::ptr::null_mut()),
+                }),
                 gp: Line(AtomicU32::new(g)),
                 stepping: Line([AtomicU32::new(0), AtomicU32::new(0)]),
                 #[cfg(all(rcuref_asymmetric_fence, not(loom)))]
@@ -191,7 +264,8 @@ mod layout_tests {
     fn hot_words_sit_on_their_own_lines() {
         let rcu: Rcu<4> = Rcu::new();
         let mut lines: std::vec::Vec<usize> = rcu.slots.iter().map(|s| line_of(&s.0)).collect();
-        lines.push(line_of(&rcu.phase.0));
+        lines.push(line_of(&rcu.phase.0.phase));
+        assert_eq!(line_of(&rcu.phase.0.phase), line_of(&rcu.phase.0.sleepers));
         lines.push(line_of(&rcu.gp.0));
         lines.push(line_of(&rcu.stepping.0));
         lines.sort_unstable();
@@ -203,6 +277,11 @@ mod layout_tests {
             assert_eq!(
                 core::mem::size_of::<Line<AtomicU32>>(),
                 4,
+                "padding without asking"
+            );
+            assert_eq!(
+                core::mem::size_of::<Line<ReadMostly>>(),
+                8 + core::mem::size_of::<usize>(),
                 "padding without asking"
             );
         }

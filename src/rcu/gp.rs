@@ -150,7 +150,7 @@ impl<const N: usize> Rcu<N> {
                 // changes (twice per grace period), so readers' copies of the line stay
                 // valid otherwise; a store that lands late (its driver was stopped) only
                 // makes some wait last longer (module docs, "The phase word").
-                ops::set_phase(&self.phase.0, phase(g));
+                ops::set_phase(&self.phase.0.phase, phase(g));
             }
             if g & 1 == 1 || variants::scan_at_every_step() {
                 // A wait: every reader that could hold something unpublished before this

@@ -330,4 +330,6 @@ pub use readers::{
     ContextReader, Guard, PerCpu, ReadToken, Reader, WaitContext, DETECTS_WAIT_IN_OTHER_SECTION,
 };
 pub use value::RcuValue;
-pub use wait::{forever, spin, Deadline, GracePeriod, StallDetector, Waiting};
+pub use wait::{forever, sleeping, spin, Deadline, GracePeriod, StallDetector, Waiting};
+#[cfg(all(feature = "std", not(loom)))]
+pub use wait::{std_sleeping, std_wake, SLEEP_BOUND};

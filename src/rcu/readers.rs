@@ -167,7 +167,7 @@ impl<const N: usize> Rcu<N> {
         core::mem::forget(reader); // INVARIANT: the slot moves to the token
                                    // Not `At::enter`: the debug section table belongs to the calling thread, and
                                    // this section may end on another one.
-        ops::lock_outer(at.word(), &self.phase.0);
+        ops::lock_outer(at.word(), &self.phase.0.phase);
         Ok(ReadToken {
             at,
             _not_sync: PhantomData,
@@ -227,6 +227,7 @@ impl<const N: usize> Drop for ReadToken<'_, N> {
         // Ends the section and frees the slot in one Release store: what the holders
         // read under it happens before a scan that sees the slot free.
         ops::release(self.at.word());
+        self.at.rcu.wake_sleepers();
         #[cfg(feature = "strict-grace-periods")]
         self.at.rcu.drive_strictly();
     }
@@ -340,6 +341,9 @@ impl<const N: usize> Drop for Reader<'_, N> {
         }
         // Ends any (leaked) section and frees the slot in one Release store.
         ops::release(slot);
+        if online(v) {
+            self.at.rcu.wake_sleepers();
+        }
     }
 }
 
@@ -572,7 +576,7 @@ impl<'d, const N: usize> At<'d, N> {
         let v = ops::own_slot(slot);
         interrupt_point!(LockAfterLoad, slot);
         if !online(v) {
-            ops::lock_outer(slot, &self.rcu.phase.0);
+            ops::lock_outer(slot, &self.rcu.phase.0.phase);
             sections::entered(self.rcu.section_key());
         } else if v < STICKY {
             if in_context {
@@ -593,6 +597,7 @@ impl<'d, const N: usize> At<'d, N> {
             // Outermost: the section's loads happen before a writer's Acquire sees it.
             ops::unlock(slot, CLAIMED);
             sections::left(self.rcu.section_key());
+            self.rcu.wake_sleepers();
             #[cfg(feature = "strict-grace-periods")]
             self.rcu.drive_strictly();
         } else if v < STICKY {

@@ -194,6 +194,44 @@ impl<'c, 'd, const N: usize> Waiting<'c, 'd, N> {
     pub fn holdouts(&self) -> Holdouts<'d> {
         self.cookie.holdouts()
     }
+
+    /// Sleeps through `sleep` unless the grace period ends first: announces this wait
+    /// in the domain, polls once more, and calls `sleep` only if the grace period still
+    /// has not ended. A reader whose outermost unlock finds a wait announced calls the
+    /// domain's wake hook ([`Rcu::set_wake_hook`](super::Rcu::set_wake_hook)), which
+    /// should make `sleep` return; the wait then polls again. For a writer that shares
+    /// its core with the readers it waits for (more tasks than cores, a priority
+    /// scheduler): it gives them the core instead of polling.
+    ///
+    /// **`sleep` must also return after a bound of its own** (a timeout: a tick, a
+    /// millisecond): in the default mode a reader's unlock can miss the announcement in
+    /// a window of a few instructions (nothing orders the unlock's store before its
+    /// load of the announcement; a fence there would cost every unlock), and the wait
+    /// then sleeps out that bound. With `--cfg rcuref_asymmetric_fence` the
+    /// announcement is followed by a heavy fence and no wake-up is missed (litmus
+    /// `asym-wake-after-unlock`); on one core
+    /// (`--cfg rcuref_unsafe_assume_single_core`) none can be either.
+    pub fn sleep(&self, sleep: impl FnOnce()) {
+        let rcu = self.cookie.rcu;
+        /// Withdraws the announcement when dropped (also if `sleep` panics).
+        struct Withdraw<'a, const N: usize>(&'a super::Rcu<N>);
+        impl<const N: usize> Drop for Withdraw<'_, N> {
+            fn drop(&mut self) {
+                self.0.sleeping(false);
+            }
+        }
+        rcu.sleeping(true);
+        let _withdraw = Withdraw(rcu);
+        // The announcement before the poll's scan, against a reader's unlock store
+        // before its load of the announcement (store buffering): the heavy fence makes
+        // the reader's core order the two, so either the scan sees the unlock or the
+        // unlock sees the announcement.
+        #[cfg(all(rcuref_asymmetric_fence, not(loom)))]
+        super::heavy::heavy_fence();
+        if !self.cookie.poll() {
+            sleep();
+        }
+    }
 }
 
 /// Spin-loop hints after failed attempt number `attempts` of a blocking wait: 1, 2, 4 …
@@ -224,6 +262,25 @@ const PATIENCE: u32 = 1024;
 #[cfg(not(loom))]
 const BACKOFF_SHIFT: u32 = 6;
 
+/// A wait hook that never gives up: it spins for `spins` attempts, then sleeps through
+/// `sleep` between attempts ([`Waiting::sleep`]: only while the grace period has not
+/// ended, woken by the last reader's unlock through the domain's wake hook). `sleep`
+/// blocks until woken or until a bound of its own (an RTOS's notify-take with a tick's
+/// timeout, a `wfe`, a futex wait with a timeout). Install the wake on the domain with
+/// [`Rcu::set_wake_hook`](super::Rcu::set_wake_hook); feature `std` has both ready
+/// ([`std_sleeping`](super::std_sleeping), [`std_wake`](super::std_wake)).
+pub fn sleeping<const N: usize>(
+    spins: u32,
+    mut sleep: impl FnMut(),
+) -> impl FnMut(&Waiting<'_, '_, N>) -> ControlFlow<()> {
+    move |w| {
+        if w.attempts() > spins {
+            w.sleep(&mut sleep);
+        }
+        ControlFlow::Continue(())
+    }
+}
+
 /// The wait hook that never gives up and does nothing between attempts but the short
 /// spin every wait makes: `reader.synchronize(rcu::spin)`. For a writer that owns its
 /// core (a kernel's writer on an otherwise idle CPU); elsewhere use [`forever`].
@@ -242,3 +299,48 @@ pub fn forever<const N: usize>(
         ControlFlow::Continue(())
     }
 }
+
+/// Sleeps and wakes for hosted programs (feature `std`): one condition variable for the
+/// process, every domain's wake notifies all sleepers (they re-check their own grace
+/// period). Not from signal handlers (the wake takes a mutex).
+#[cfg(all(feature = "std", not(loom)))]
+mod std_sleep {
+    use super::{sleeping, ControlFlow, Waiting};
+    use std::sync::{Condvar, Mutex};
+    use std::time::Duration;
+
+    static WAKES: Mutex<u64> = Mutex::new(0);
+    static WOKEN: Condvar = Condvar::new();
+
+    /// How long a sleeping wait sleeps at most (the bound on a missed wake-up).
+    pub const SLEEP_BOUND: Duration = Duration::from_millis(1);
+    /// Attempts a `std_sleeping` wait polls before it sleeps.
+    const SPINS: u32 = 64;
+
+    /// The domain wake hook for [`std_sleeping`]: wakes every sleeping wait of the
+    /// process.
+    pub fn std_wake() {
+        let mut n = WAKES.lock().unwrap_or_else(|e| e.into_inner());
+        *n = n.wrapping_add(1);
+        WOKEN.notify_all();
+    }
+
+    /// A wait hook that polls a few times, then sleeps on a condition variable until a
+    /// reader's unlock wakes it, or [`SLEEP_BOUND`] passes. It installs [`std_wake`] as
+    /// the domain's wake hook the first time it sleeps, if the domain has none.
+    pub fn std_sleeping<const N: usize>() -> impl FnMut(&Waiting<'_, '_, N>) -> ControlFlow<()> {
+        let mut inner = sleeping(SPINS, || {
+            let n = WAKES.lock().unwrap_or_else(|e| e.into_inner());
+            let seen = *n;
+            let _ = WOKEN.wait_timeout_while(n, SLEEP_BOUND, |n| *n == seen);
+        });
+        move |w| {
+            if w.attempts() == SPINS + 1 {
+                w.cookie().domain().wake_hook_or(std_wake);
+            }
+            inner(w)
+        }
+    }
+}
+#[cfg(all(feature = "std", not(loom)))]
+pub use std_sleep::{std_sleeping, std_wake, SLEEP_BOUND};

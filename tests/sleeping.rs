@@ -1,0 +1,160 @@
+//! Waits that sleep and are woken by the last reader's unlock (`Waiting::sleep`,
+//! `rcu::sleeping`, `Rcu::set_wake_hook`, and feature `std`'s `std_sleeping`/`std_wake`),
+//! each with the control in which the wake is never sent.
+
+#[allow(dead_code)]
+mod common {
+    pub mod exclusive;
+}
+use common::exclusive::exclusive;
+use rcuref::rcu::{sleeping, Rcu};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::SeqCst};
+use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+fn leak<T>(v: T) -> &'static T {
+    Box::leak(Box::new(v))
+}
+
+/// The test's own sleep and wake: a flag and a condition variable, and how often each
+/// ran.
+struct Bell {
+    rung: Mutex<bool>,
+    cv: Condvar,
+    sleeps: AtomicU32,
+    wakes: AtomicU32,
+}
+
+static BELL: Bell = Bell {
+    rung: Mutex::new(false),
+    cv: Condvar::new(),
+    sleeps: AtomicU32::new(0),
+    wakes: AtomicU32::new(0),
+};
+
+fn ring() {
+    BELL.wakes.fetch_add(1, SeqCst);
+    *BELL.rung.lock().unwrap() = true;
+    BELL.cv.notify_all();
+}
+
+/// Sleeps until rung or `bound` passes.
+fn sleep_up_to(bound: Duration) {
+    BELL.sleeps.fetch_add(1, SeqCst);
+    let g = BELL.rung.lock().unwrap();
+    let mut g = BELL.cv.wait_timeout_while(g, bound, |r| !*r).unwrap().0;
+    *g = false;
+}
+
+/// A reader holds a section; a writer's wait goes to sleep; the reader ends its
+/// section. Returns how long the writer took to return after the unlock.
+fn writer_after_unlock(wake: Option<fn()>, bound: Duration) -> Duration {
+    let rcu: &'static Rcu<4> = leak(Rcu::new());
+    rcu.set_wake_hook(wake);
+    BELL.sleeps.store(0, SeqCst);
+    let (inside, leave) = (leak(AtomicBool::new(false)), leak(AtomicBool::new(false)));
+    let reader = std::thread::spawn(move || {
+        let r = rcu.register().unwrap();
+        let g = r.lock();
+        inside.store(true, SeqCst);
+        while !leave.load(SeqCst) {
+            std::thread::yield_now();
+        }
+        drop(g);
+        Instant::now()
+    });
+    while !inside.load(SeqCst) {
+        std::thread::yield_now();
+    }
+    let writer = std::thread::spawn(move || {
+        let mut w = rcu.register().unwrap();
+        w.synchronize(sleeping(0, || sleep_up_to(bound))).unwrap();
+        Instant::now()
+    });
+    // The writer is asleep (it announced itself before its first sleep).
+    while BELL.sleeps.load(SeqCst) == 0 {
+        std::thread::yield_now();
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    leave.store(true, SeqCst);
+    let unlocked = reader.join().unwrap();
+    let returned = writer.join().unwrap();
+    returned.saturating_duration_since(unlocked)
+}
+
+#[test]
+fn a_sleeping_writer_is_woken_by_the_last_unlock() {
+    let _x = exclusive();
+    let bound = Duration::from_secs(3);
+    let woken = writer_after_unlock(Some(ring), bound);
+    assert!(BELL.wakes.load(SeqCst) >= 1, "the unlock did not call the wake hook");
+    assert!(
+        woken < bound / 3,
+        "the writer slept on after the unlock: {woken:?}"
+    );
+}
+
+#[test]
+fn negative_control_without_a_wake_the_writer_sleeps_out_its_bound() {
+    let _x = exclusive();
+    let bound = Duration::from_millis(600);
+    let woken = writer_after_unlock(None, bound);
+    assert!(
+        woken >= bound / 2,
+        "the writer returned {woken:?} after the unlock without a wake: the test cannot \
+         tell a wake from a poll"
+    );
+}
+
+#[test]
+fn nobody_asleep_no_wake() {
+    let _x = exclusive();
+    let rcu: &'static Rcu<4> = leak(Rcu::new());
+    rcu.set_wake_hook(Some(ring));
+    let before = BELL.wakes.load(SeqCst);
+    let r = rcu.register().unwrap();
+    for _ in 0..1000 {
+        drop(r.lock());
+    }
+    assert_eq!(BELL.wakes.load(SeqCst), before, "an unlock woke with nobody asleep");
+    // A sleep that panics withdraws its announcement.
+    let g = r.lock();
+    let t = std::thread::spawn(move || {
+        let mut w = rcu.register().unwrap();
+        let hook = sleeping(0, || panic!("the sleep fails"));
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.synchronize(hook)));
+    });
+    t.join().unwrap();
+    drop(g);
+    assert_eq!(BELL.wakes.load(SeqCst), before, "a panicked sleep left its announcement");
+}
+
+#[test]
+fn std_sleeping_waits_make_progress_under_more_readers_than_cores() {
+    let _x = exclusive();
+    let rcu: &'static Rcu<16> = leak(Rcu::new());
+    let stop = leak(AtomicBool::new(false));
+    let readers: Vec<_> = (0..6)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let r = rcu.register().unwrap();
+                let mut n = 0u64;
+                while !stop.load(SeqCst) {
+                    r.read(|_| n += 1);
+                }
+                n
+            })
+        })
+        .collect();
+    let mut w = rcu.register().unwrap();
+    let start = Instant::now();
+    let mut gps = 0u32;
+    while start.elapsed() < Duration::from_millis(500) {
+        w.synchronize(rcuref::rcu::std_sleeping()).unwrap();
+        gps += 1;
+    }
+    stop.store(true, SeqCst);
+    let reads: u64 = readers.into_iter().map(|t| t.join().unwrap()).sum();
+    assert!(gps > 0 && reads > 0, "{gps} grace periods, {reads} reads");
+    println!("std_sleeping: {gps} grace periods and {reads} reads in 0.5 s with 6 readers");
+}
