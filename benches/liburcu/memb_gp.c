@@ -257,6 +257,58 @@ static double on_threads(long threads, void *(*body)(void *), int count_frees)
 	return n / secs;
 }
 
+/* test_urcu's shape: READERS threads in tight read loops, one writer calling
+ * synchronize_rcu back to back for a second (the writer sleeps on memb's futex, woken
+ * by the last reader's unlock). */
+static atomic_long urcu_reads;
+
+/* What a section does: nothing but a compiler barrier (rcuref_bench::in_section). */
+static inline void in_section(void)
+{
+	__asm__ volatile("" ::: "memory");
+}
+
+static void *urcu_reader(void *arg)
+{
+	(void)arg;
+	urcu_memb_register_thread();
+	pthread_barrier_wait(&start);
+	long n = 0;
+	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+		for (int i = 0; i < 64; i++) {
+			urcu_memb_read_lock();
+			in_section();
+			urcu_memb_read_unlock();
+		}
+		n += 64;
+	}
+	atomic_fetch_add_explicit(&urcu_reads, n, memory_order_relaxed);
+	urcu_memb_unregister_thread();
+	return NULL;
+}
+
+static void urcu_row(long readers, double *gps, double *reads)
+{
+	pthread_t t[MAX_THREADS];
+	pthread_barrier_init(&start, NULL, (unsigned)readers + 1);
+	for (long i = 0; i < readers; i++)
+		pthread_create(&t[i], NULL, urcu_reader, NULL);
+	pthread_barrier_wait(&start);
+	double t0 = now_ns();
+	long n = 0;
+	while (now_ns() - t0 < 1e9) {
+		urcu_memb_synchronize_rcu();
+		n++;
+	}
+	double secs = (now_ns() - t0) / 1e9;
+	atomic_store(&stop, 1);
+	for (long i = 0; i < readers; i++)
+		pthread_join(t[i], NULL);
+	atomic_store(&stop, 0);
+	*gps = n / secs;
+	*reads = atomic_load(&urcu_reads) / secs / readers;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 3) {
@@ -278,6 +330,11 @@ int main(int argc, char **argv)
 	} else if (strcmp(row, "read-paced") == 0) {
 		double ns = read_paced();
 		printf("gp row=%s threads=1 median=%.2f p99=0.0 unit=ns writer=%.0f\n", row, ns, paced_rate);
+		return 0;
+	} else if (strcmp(row, "urcu") == 0 || strcmp(row, "urcu-yield") == 0) {
+		double gps, reads;
+		urcu_row(threads, &gps, &reads);
+		printf("gp row=%s threads=%ld median=%.1f p99=0.0 unit=per_s reads=%.0f\n", row, threads, gps, reads);
 		return 0;
 	} else if (strcmp(row, "throughput") == 0) {
 		median = on_threads(threads, synchronizer, 0);

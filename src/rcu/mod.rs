@@ -194,7 +194,14 @@
 //!   block. A `poll` makes at most eight attempts, whatever cookie it is given.
 //! * A single-core *thread* writer waiting for a reader that an interrupt preempted is
 //!   fine (the handler finishes first). Waiting for a reader in a lower-priority RTOS
-//!   thread needs a wait hook that lets that thread run (sleep or yield, not spin).
+//!   thread needs a wait hook that lets that thread run: a **sleeping wait**
+//!   ([`sleeping`]`(spins, sleep)`, [`Waiting::sleep`]) with the domain's wake hook
+//!   ([`Rcu::set_wake_hook`]): the writer sleeps (an RTOS notify-take with a tick's
+//!   timeout, a `wfe`) and the last reader's outermost unlock wakes it (notify-give
+//!   from ISR, `sev`). A yield never lets a lower-priority thread run. Feature `std`:
+//!   `std_sleeping` and `std_wake` (more threads than cores: a writer that polls
+//!   burns the slice its reader needs). What the read side pays: one relaxed load of
+//!   a read-mostly word and a branch not taken in each outermost unlock.
 //! * **Async.** [`GpCookie::wait`] is a future that completes when the grace period
 //!   has ended; it needs no executor features, no allocation, no timer. It re-polls:
 //!   each poll drives the grace period as far as the readers allow (a bounded number of

@@ -268,7 +268,7 @@ const BACKOFF_SHIFT: u32 = 6;
 /// blocks until woken or until a bound of its own (an RTOS's notify-take with a tick's
 /// timeout, a `wfe`, a futex wait with a timeout). Install the wake on the domain with
 /// [`Rcu::set_wake_hook`](super::Rcu::set_wake_hook); feature `std` has both ready
-/// ([`std_sleeping`](super::std_sleeping), [`std_wake`](super::std_wake)).
+/// (`rcu::std_sleeping`, `rcu::std_wake`).
 pub fn sleeping<const N: usize>(
     spins: u32,
     mut sleep: impl FnMut(),

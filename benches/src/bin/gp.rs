@@ -21,6 +21,13 @@
 //!   same writer load on every side, where a busy writer's pace differs by 30x between
 //!   implementations.
 //!
+//! * `urcu`, `urcu-yield`: liburcu's `test_urcu` shape: `t` readers in tight read loops
+//!   (they may outnumber the cores: that is the point) and one writer calling
+//!   `synchronize` back to back for a second, with a sleeping wait (`urcu`:
+//!   `std_sleeping`, woken by the last unlock) or a yielding one (`urcu-yield`); the
+//!   writer's grace periods per second (`median=`) and reads per second per reader
+//!   (`reads=`).
+//!
 //! Threads never outnumber cores in these rows except where the caller asks: the idle
 //! reader sleeps on a lock and is not runnable.
 //!
@@ -195,6 +202,51 @@ fn defer(threads: usize) -> f64 {
     })
 }
 
+/// liburcu's `test_urcu` shape: `readers` threads in tight read loops (they may
+/// outnumber the cores) and one writer calling `synchronize` back to back for `RUN`.
+/// Returns (the writer's grace periods per second, reads per second per reader). The
+/// writer's hook: `sleep` (`rcu::std_sleeping`, woken by the last unlock) or `yield`
+/// (`forever(yield_now)`, the polling wait this crate had before).
+fn urcu(readers: usize, hook: &str) -> (f64, f64) {
+    let stop = AtomicBool::new(false);
+    let ready = Barrier::new(readers + 1);
+    std::thread::scope(|s| {
+        let hs: Vec<_> = (0..readers)
+            .map(|_| {
+                s.spawn(|| {
+                    let r = RCU.register().unwrap();
+                    ready.wait();
+                    let mut n = 0u64;
+                    while !stop.load(Relaxed) {
+                        for _ in 0..64 {
+                            let _g = r.lock();
+                            rcuref_bench::in_section();
+                        }
+                        n += 64;
+                    }
+                    n
+                })
+            })
+            .collect();
+        let mut w = RCU.register().unwrap();
+        ready.wait();
+        let t0 = Instant::now();
+        let mut gps = 0u64;
+        while t0.elapsed() < RUN {
+            match hook {
+                "sleep" => w.synchronize(rcuref::rcu::std_sleeping()),
+                _ => w.synchronize(forever(std::thread::yield_now)),
+            }
+            .unwrap();
+            gps += 1;
+        }
+        let secs = t0.elapsed().as_secs_f64();
+        stop.store(true, Relaxed);
+        let reads: u64 = hs.into_iter().map(|h| h.join().unwrap()).sum();
+        (gps as f64 / secs, reads as f64 / secs / readers as f64)
+    })
+}
+
 /// (ns per read section, the writer's grace periods per second).
 fn read_paced() -> (f64, f64) {
     let stop = AtomicBool::new(false);
@@ -250,6 +302,14 @@ fn main() {
         "read-paced" => {
             let (ns, rate) = read_paced();
             println!("gp row={row} threads=1 median={ns:.2} p99=0.0 unit=ns writer={rate:.0}");
+            return;
+        }
+        "urcu" | "urcu-yield" => {
+            let hook = if row == "urcu" { "sleep" } else { "yield" };
+            let (gps, reads) = urcu(threads, hook);
+            println!(
+                "gp row={row} threads={threads} median={gps:.1} p99=0.0 unit=per_s reads={reads:.0}"
+            );
             return;
         }
         "throughput" => (throughput(threads), 0.0, "per_s"),
