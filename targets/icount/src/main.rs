@@ -12,10 +12,14 @@
 //! semihosting, after printing the operations' names in order (`icount rounds=3
 //! ops=empty,...`), with 0 only if every operation did what it should (a lookup found its
 //! value, a `put_close` closed, a poll ended its grace period).
+//!
+//! On the host (x86_64) the same rounds run as a program, `icount <operation>`, under
+//! valgrind's callgrind: the named operation's last-round call goes through
+//! [`icount_window`](ops::icount_window), the only function callgrind collects
+//! (`--toggle-collect`); `icount --list` prints the operations.
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
-#[cfg(target_os = "none")]
-mod fw {
+mod ops {
     use core::cell::UnsafeCell;
     use core::mem::MaybeUninit;
     use core::ops::ControlFlow;
@@ -208,8 +212,21 @@ mod fw {
         unsafe { core::arch::asm!("nop", "nop", options(nomem, nostack, preserves_flags)) }
     }
 
-    pub fn run() -> ! {
-        let reader = RCU.register().unwrap_or_else(|_| fail());
+    /// The calls of the host's counted window: the operation, through a function
+    /// callgrind is told to collect (`--toggle-collect=icount_window`).
+    #[no_mangle]
+    #[inline(never)]
+    pub fn icount_window(op: Op, c: &Ctx) {
+        op(c)
+    }
+
+    /// Runs [`REPS`] rounds of every operation, each between the marks, operation
+    /// `window` of the last round inside [`icount_window`] as well. Whether every
+    /// operation did what it should.
+    pub fn run(window: Option<usize>) -> bool {
+        let Ok(reader) = RCU.register() else {
+            return false;
+        };
         // Four blocks per heapless pool, from statics (heapless's `manage`).
         static mut BOX_BLOCKS: [heapless::pool::boxed::BoxBlock<u32>; 4] =
             [const { heapless::pool::boxed::BoxBlock::new() }; 4];
@@ -229,7 +246,10 @@ mod fw {
             HARC.manage(b);
         }
         // The value a lookup finds.
-        CELL.replace(Some(POOL.alloc(42).unwrap_or_else(|_| fail())));
+        let Ok(h) = POOL.alloc(42) else {
+            return false;
+        };
+        CELL.replace(Some(h));
         let ctx = Ctx {
             reader: UnsafeCell::new(reader),
             file: FileRef32::new(1),
@@ -241,22 +261,36 @@ mod fw {
             harc: UnsafeCell::new(MaybeUninit::uninit()),
         };
         // Round by round, so that an allocation is followed by its free.
-        for _ in 0..REPS {
-            for &(_, setup, op) in OPS {
+        for r in 0..REPS {
+            for (k, &(_, setup, op)) in OPS.iter().enumerate() {
                 setup(&ctx);
                 let op: Op = core::hint::black_box(op);
                 icount_begin();
-                op(&ctx);
+                if r == REPS - 1 && window == Some(k) {
+                    icount_window(op, &ctx);
+                } else {
+                    op(&ctx);
+                }
                 icount_end();
             }
         }
+        FAILED.load(Ordering::Relaxed) == 0
+    }
+}
+
+#[cfg(target_os = "none")]
+mod fw {
+    use crate::ops::{run, OPS, REPS};
+
+    fn main_loop() -> ! {
+        let ok = run(None);
         // The order of the counts, for xtask.
         semihosting::print!("icount rounds={REPS} ops=");
         for (k, &(name, _, _)) in OPS.iter().enumerate() {
             semihosting::print!("{}{name}", if k == 0 { "" } else { "," });
         }
         semihosting::println!();
-        if FAILED.load(Ordering::Relaxed) != 0 {
+        if !ok {
             semihosting::println!("icount: an operation failed its check");
             fail();
         }
@@ -282,13 +316,13 @@ mod fw {
     #[cfg(target_arch = "arm")]
     #[cortex_m_rt::entry]
     fn main() -> ! {
-        run()
+        main_loop()
     }
 
     #[cfg(any(target_arch = "riscv32", target_arch = "riscv64"))]
     #[riscv_rt::entry]
     fn main() -> ! {
-        run()
+        main_loop()
     }
 
     // AArch64 on QEMU `virt`, one core at EL1, MMU off, no runtime crate: a stack, FP/SIMD
@@ -319,7 +353,7 @@ mod fw {
     #[cfg(target_arch = "aarch64")]
     #[no_mangle]
     extern "C" fn rcuref_icount_main() -> ! {
-        run()
+        main_loop()
     }
 
     #[cfg(target_arch = "aarch64")]
@@ -342,6 +376,21 @@ mod fw {
     }
 }
 
-/// A host build (`cargo check --workspace`) has nothing to run.
+/// The host: `icount --list`, or `icount <operation>` under callgrind.
 #[cfg(not(target_os = "none"))]
-fn main() {}
+fn main() {
+    let arg = std::env::args().nth(1).unwrap_or_default();
+    if arg == "--list" {
+        let names: Vec<&str> = ops::OPS.iter().map(|o| o.0).collect();
+        println!("icount rounds={} ops={}", ops::REPS, names.join(","));
+        return;
+    }
+    let Some(k) = ops::OPS.iter().position(|o| o.0 == arg) else {
+        eprintln!("usage: icount --list | icount <operation>");
+        std::process::exit(2);
+    };
+    if !ops::run(Some(k)) {
+        eprintln!("icount: an operation failed its check");
+        std::process::exit(1);
+    }
+}
