@@ -6,6 +6,8 @@
 //! * the convoy (`benches/benches/convoy.rs`): reader throughput and latency, RCU vs RwLock;
 //! * callgrind instruction counts per operation (`benches/src/bin/ops.rs`, minus an
 //!   empty loop), stable on a noisy machine;
+//! * instructions per operation on each embedded target, counted in QEMU
+//!   (`crate::icount`; `--icount` runs only that and replaces its section);
 //! * code size per embedded target (`cargo xtask size`'s measurement);
 //! * the read side again in a build with `--cfg rcuref_asymmetric_fence` (membarrier);
 //! * liburcu's memb flavour through a small C harness (`benches/liburcu/memb_read.c`,
@@ -495,6 +497,9 @@ fn machine() -> String {
 }
 
 pub fn bench(args: &[String]) -> Result<(), String> {
+    if args.iter().any(|a| a == "--icount") {
+        return crate::icount::run();
+    }
     let quick = args.iter().any(|a| a == "--quick");
     let root = workspace_root();
     crate::install::bench_tools()?;
@@ -619,6 +624,14 @@ pub fn bench(args: &[String]) -> Result<(), String> {
         Ok(ir) => instr.push(("liburcu memb read_lock+unlock".into(), ir as f64 / n as f64)),
         Err(e) => notes.push(format!("liburcu memb instructions not counted: {e}")),
     }
+    println!("bench: instruction counts per target (QEMU) ...");
+    let icount = crate::icount::report().unwrap_or_else(|e| {
+        format!(
+            "{}\n\n**Note:** not measured: {}\n\n",
+            crate::icount::HEADING,
+            e.lines().next().unwrap_or("")
+        )
+    });
     println!("bench: code size per target ...");
     crate::install::targets(crate::TARGETS)?;
     let mut sizes = Vec::new();
@@ -1063,6 +1076,7 @@ pub fn bench(args: &[String]) -> Result<(), String> {
     )
     .map_err(|e| e.to_string())?;
     let _ = writeln!(md, "\n![instructions](instructions.svg)\n");
+    md.push_str(&icount);
     let _ = writeln!(md, "## code size per embedded target (bytes, release)\n");
     let cols: Vec<String> = sizes[0].1.keys().cloned().collect();
     let _ = writeln!(

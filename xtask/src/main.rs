@@ -9,6 +9,7 @@
 
 mod bench;
 mod ffi;
+mod icount;
 mod install;
 mod litmus;
 mod mutants;
@@ -30,9 +31,11 @@ const USAGE: &str = "usage: cargo xtask <command>
            --host-only  skip QEMU
            --target T   only this embedded target (repeatable)
   demo     run the main demo
-  bench [--quick]
+  bench [--quick] [--icount]
            run the benchmarks, write docs/bench/REPORT.md and SVG charts
-           (RCUREF_BENCH_THREADS=1,2,4,8,16 sets the contended thread counts)
+           (RCUREF_BENCH_THREADS=1,2,4,8,16 sets the contended thread counts);
+           --icount: only the instruction counts per embedded target (QEMU, a
+           counting plugin), replacing that section of the report
   mutants [--asym] [CARGO-MUTANTS FILTERS]
            mutation testing of src/ with cargo-mutants (installed if missing): host
            tests, then loom on the survivors; every survivor must be listed with a
