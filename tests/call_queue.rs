@@ -345,8 +345,11 @@ mod controls {
         late.enter().unwrap(); // keeps the next callback from being due
         let aged = rcu.start_poll().into_raw();
         q.call(1).unwrap(); // place 1: the one that ages
-        // Place 0 free again, and runs keep starting at place 0 (no budget hit).
-        assert_eq!(q.run(usize::MAX, |v| assert_eq!(v, 0)), Ran { ran: 1, left: 1 });
+                            // Place 0 free again, and runs keep starting at place 0 (no budget hit).
+        assert_eq!(
+            q.run(usize::MAX, |v| assert_eq!(v, 0)),
+            Ran { ran: 1, left: 1 }
+        );
         // SAFETY: (test) nothing was read in the section.
         unsafe { late.exit().unwrap() };
         // Whole grace periods (from an even counter, 4 steps each: that run's poll of

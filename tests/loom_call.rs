@@ -142,7 +142,8 @@ fn barrier_meets_the_next_callbacks_number() {
             let _ = q.call(2); // Y: place 0 again (M = 1), number 1
         });
         let mut me = rcu.register().unwrap();
-        q.barrier(&mut me, forever(thread::yield_now), write).unwrap();
+        q.barrier(&mut me, forever(thread::yield_now), write)
+            .unwrap();
         // SAFETY: (test) loom checks this read against X's write.
         let seen = effect.with(|p| unsafe { *p });
         assert_eq!(seen, 1, "the barrier returned before X ran");

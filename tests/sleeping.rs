@@ -87,7 +87,10 @@ fn a_sleeping_writer_is_woken_by_the_last_unlock() {
     let _x = exclusive();
     let bound = Duration::from_secs(3);
     let woken = writer_after_unlock(Some(ring), bound);
-    assert!(BELL.wakes.load(SeqCst) >= 1, "the unlock did not call the wake hook");
+    assert!(
+        BELL.wakes.load(SeqCst) >= 1,
+        "the unlock did not call the wake hook"
+    );
     assert!(
         woken < bound / 3,
         "the writer slept on after the unlock: {woken:?}"
@@ -116,7 +119,11 @@ fn nobody_asleep_no_wake() {
     for _ in 0..1000 {
         drop(r.lock());
     }
-    assert_eq!(BELL.wakes.load(SeqCst), before, "an unlock woke with nobody asleep");
+    assert_eq!(
+        BELL.wakes.load(SeqCst),
+        before,
+        "an unlock woke with nobody asleep"
+    );
     // A sleep that panics withdraws its announcement.
     let g = r.lock();
     let t = std::thread::spawn(move || {
@@ -126,7 +133,11 @@ fn nobody_asleep_no_wake() {
     });
     t.join().unwrap();
     drop(g);
-    assert_eq!(BELL.wakes.load(SeqCst), before, "a panicked sleep left its announcement");
+    assert_eq!(
+        BELL.wakes.load(SeqCst),
+        before,
+        "a panicked sleep left its announcement"
+    );
 }
 
 #[test]

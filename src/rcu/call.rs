@@ -498,7 +498,10 @@ mod tests {
     fn numbers_older_than_the_limit_are_old_however_old() {
         let limit = 1000u32;
         for now in [limit, limit + 1, limit + 5] {
-            assert!(!(limit..now).any(|s| before(s, limit, now)), "a new number read as old");
+            assert!(
+                !(limit..now).any(|s| before(s, limit, now)),
+                "a new number read as old"
+            );
             for age in [1u32, 2, 1 << 20, 1 << 31, (1 << 31) + 1, u32::MAX - 10] {
                 let seq = limit.wrapping_sub(age);
                 assert!(before(seq, limit, now), "{age} calls old read as new");

@@ -110,7 +110,10 @@ impl<const N: usize> Rcu<N> {
     /// Announces a wait that may sleep (`Waiting::sleep`); `false` undoes it.
     pub(super) fn sleeping(&self, yes: bool) {
         if yes {
-            self.phase.0.sleepers.fetch_add(1, crate::sync::Ordering::SeqCst);
+            self.phase
+                .0
+                .sleepers
+                .fetch_add(1, crate::sync::Ordering::SeqCst);
         } else {
             self.phase.0.sleepers.fetch_sub(1, Release);
         }
