@@ -165,6 +165,19 @@ typedef struct rcuref_pool {
 typedef void (*rcuref_pool_destroy)(void *obj);
 
 /**
+ * Sleeps the waiting context until the domain's wake function runs or a bound of its
+ * own passes (a tick: `ulTaskNotifyTake(pdTRUE, 1)`), called with the `sleep_ctx`
+ * given to `rcuref_set_sleep`.
+ */
+typedef void (*rcuref_sleep_fn)(void *ctx);
+
+/**
+ * Wakes every sleeping wait of the domain (`vTaskNotifyGiveFromISR`, a `sev`): called by
+ * a reader's outermost unlock, from the reader's context, an interrupt handler's too.
+ */
+typedef void (*rcuref_wake_fn)(void);
+
+/**
  * What each pooled object embeds, anywhere in it: its reference count and its state
  * (free, claimed, published, being destroyed). Only the pool functions touch it.
  */
@@ -592,6 +605,26 @@ int32_t rcuref_pool_put(const struct rcuref_pool *p, void *obj, bool *last);
  * or writable; the caller is inside a read section.
  */
 int32_t rcuref_pool_lookup(const struct rcuref_pool *p, void *const *location, void **out);
+
+/**
+ * Makes the waits of domain `d` (`rcuref_synchronize`, `rcuref_rcu_barrier`) sleep
+ * after `spins` polls: each further attempt calls `sleep(sleep_ctx)` if the grace
+ * period has still not ended, and a reader's outermost unlock calls `wake` when a wait
+ * of the domain may be asleep (one load and a branch not taken otherwise). The wait
+ * hook a wait is given still runs between attempts (it may give up). Both null: waits
+ * poll again. Call it before any wait of the domain (at start-up).
+ *
+ * `sleep` must return when woken and also after a bound of its own: a reader's unlock
+ * can miss a wait that is just falling asleep (a few instructions' window), and that
+ * wait then sleeps out the bound (docs/c-api.md, "Waits that sleep"). Returns
+ * `RCUREF_OK`, `RCUREF_EINVAL` (one of `sleep` and `wake` null, not both) or
+ * `RCUREF_EDOMAIN`.
+ *
+ * # Safety
+ * `sleep` may be called with `sleep_ctx` from any context that waits on the domain;
+ * `wake` from any context that reads it, interrupt handlers included.
+ */
+int32_t rcuref_set_sleep(const struct rcuref_rcu *d, uint32_t spins, rcuref_sleep_fn sleep, void *sleep_ctx, rcuref_wake_fn wake);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -52,6 +52,7 @@ mod call_rcu;
 #[cfg(all(feature = "panic-handler", not(test)))]
 mod panic;
 mod pool;
+mod sleep;
 
 pub(crate) use config::SLOTS;
 
@@ -725,7 +726,10 @@ unsafe fn hook_fn<const N: usize>(
     move |w| match hook {
         // SAFETY: the promise of `hook_fn`'s caller.
         Some(h) if unsafe { h(ctx, w.attempts()) } != 0 => ControlFlow::Break(()),
-        _ => ControlFlow::Continue(()),
+        _ => {
+            sleep::between_attempts(w);
+            ControlFlow::Continue(())
+        }
     }
 }
 
@@ -852,3 +856,4 @@ pub use pool::{
     rcuref_pool, rcuref_pool_alloc, rcuref_pool_destroy, rcuref_pool_get, rcuref_pool_init,
     rcuref_pool_lookup, rcuref_pool_node, rcuref_pool_publish, rcuref_pool_put,
 };
+pub use sleep::{rcuref_set_sleep, rcuref_sleep_fn, rcuref_wake_fn};

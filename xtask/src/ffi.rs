@@ -408,6 +408,21 @@ pub fn check(targets: &[&str], host_only: bool) -> Result<(), String> {
             .and_then(|_| exec(&bin.join("ceiling"), &[])),
     );
     t.check(
+        "sleep.c: a writer asleep through rcuref_set_sleep is woken by the reader's unlock",
+        cc(
+            &root,
+            &["sleep.c"],
+            &bin.join("sleep"),
+            &["-O2", "-pthread"],
+        )
+        .and_then(|_| exec(&bin.join("sleep"), &[])),
+    );
+    t.check(
+        "sleep.c, control: no wake sent, the writer sleeps out its bound (the test tells \
+         a wake from a poll)",
+        exec(&bin.join("sleep"), &["nowake"]),
+    );
+    t.check(
         "torture.c: readers, references, synchronize and call_rcu (2 s)",
         cc(&root, &["torture.c"], &bin.join("torture"), &["-O2"])
             .and_then(|_| exec(&bin.join("torture"), &["2000"])),
