@@ -1,6 +1,8 @@
 //! The integrator's build-time choices (docs/c-api.md, "Configuration"):
 //! `RCUREF_FFI_DOMAINS` (default 2), `RCUREF_FFI_SLOTS` reader slots per domain
-//! (default 8), `RCUREF_FFI_CALLBACKS` places per domain's call_rcu queue (default 64).
+//! (default 8), `RCUREF_FFI_TOKENS` slots per domain for read sections that another
+//! context ends (`rcuref_down_read`, default 4), `RCUREF_FFI_CALLBACKS` places per
+//! domain's call_rcu queue (default 64).
 //!
 //! Besides the Rust constants it writes `rcuref_config.h`, the same numbers as
 //! `#define`s for C to check at compile time, next to the archive
@@ -15,16 +17,18 @@ fn main() {
          * with (written by ffi/build.rs; do not edit). */\n\
          #ifndef RCUREF_CONFIG_H\n#define RCUREF_CONFIG_H\n",
     );
-    for (name, default, max) in [
-        ("RCUREF_FFI_DOMAINS", 2usize, 64usize),
-        ("RCUREF_FFI_SLOTS", 8, 1024),
-        ("RCUREF_FFI_CALLBACKS", 64, 65536),
+    for (name, default, min, max) in [
+        ("RCUREF_FFI_DOMAINS", 2usize, 1usize, 64usize),
+        ("RCUREF_FFI_SLOTS", 8, 1, 1024),
+        // 0: no `rcuref_down_read` (it answers RCUREF_EFULL).
+        ("RCUREF_FFI_TOKENS", 4, 0, 1024),
+        ("RCUREF_FFI_CALLBACKS", 64, 1, 65536),
     ] {
         println!("cargo:rerun-if-env-changed={name}");
         let v = match std::env::var(name) {
             Ok(s) => match s.trim().parse::<usize>() {
-                Ok(v) if (1..=max).contains(&v) => v,
-                _ => panic!("{name}={s}: want a whole number from 1 to {max}"),
+                Ok(v) if (min..=max).contains(&v) => v,
+                _ => panic!("{name}={s}: want a whole number from {min} to {max}"),
             },
             Err(_) => default,
         };

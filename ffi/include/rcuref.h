@@ -51,7 +51,8 @@
 #define RCUREF_EINSECTION -5
 
 /**
- * No room: every place of the `call_rcu` queue holds a callback. Nothing queued.
+ * No room: every place of the `call_rcu` queue holds a callback (nothing queued), or
+ * every token slot of the domain holds a section (`rcuref_down_read`: nothing begun).
  */
 #define RCUREF_EFULL -6
 
@@ -135,10 +136,10 @@ typedef int (*rcuref_wait_hook)(void *ctx, uint32_t attempts);
 
 /**
  * A point in one domain's grace-period sequence (`rcuref_start_poll`), which only that
- * domain answers: another domain refuses it with `RCUREF_EDOMAIN`, and a value that
- * without the cookie tag (a zeroed one, say) with `RCUREF_EINVAL`; a forged state
- * cannot be told from an old one. Copy it as a
- * whole; its fields are private.
+ * domain answers: another
+ * domain refuses it with `RCUREF_EDOMAIN`, and a value without the cookie tag (a
+ * zeroed one, say) with `RCUREF_EINVAL`; a forged state cannot be told from an old
+ * one. Copy it as a whole; its fields are private.
  */
 typedef struct rcuref_cookie {
   uint32_t state;
@@ -150,6 +151,18 @@ typedef struct rcuref_cookie {
  * grace period, by whichever context runs the queue.
  */
 typedef void (*rcuref_callback)(void *arg);
+
+/**
+ * A read section begun by `rcuref_down_read` (Linux's `srcu_down_read` index): any
+ * context may end it with `rcuref_up_read`, exactly once. Copy it once to hand it to
+ * the context that will end it (a queue, a descriptor the interrupt handler reads);
+ * its fields are private.
+ */
+typedef struct rcuref_read_token {
+  uint32_t domain;
+  uint32_t place;
+  uint32_t seq;
+} rcuref_read_token;
 
 /**
  * A pool: storage for `rcuref_pool_init` (zero it, or init it, before any other
@@ -504,6 +517,40 @@ uint32_t rcuref_call_rcu_pending(const struct rcuref_rcu *d);
  * domain.
  */
 uint32_t rcuref_call_rcu_capacity(const struct rcuref_rcu *d);
+
+/**
+ * Begins a read section of `d` that any context may end (Linux's `srcu_down_read`: a
+ * DMA completion interrupt ending what a task began, say), on a slot of its own among
+ * the domain's `RCUREF_FFI_TOKENS`, and writes its token to `*out`. Grace periods wait
+ * for it as for any section, until `rcuref_up_read`. Read under it with
+ * `rcuref_dereference`, in any context that holds the token; it does not nest and
+ * needs no context (`rcuref_ctx`). Never blocks; safe in interrupt handlers. Returns
+ * `RCUREF_OK`, `RCUREF_EFULL` (every token slot holds a section: nothing begun),
+ * `RCUREF_EINVAL` (a null domain or `out`) or `RCUREF_EDOMAIN`.
+ *
+ * Where it differs from Linux: tokens are counted (`RCUREF_FFI_TOKENS` per domain),
+ * and a wait (`rcuref_synchronize`) cannot tell that its caller holds a token of the
+ * domain: it then waits for its own section, until its hook gives up.
+ *
+ * # Safety
+ * `out` is null or points to a writable `rcuref_read_token`.
+ */
+int32_t rcuref_down_read(const struct rcuref_rcu *d, struct rcuref_read_token *out);
+
+/**
+ * Ends the read section of `*t` (Linux's `srcu_up_read`), from any context, interrupt
+ * handlers included: never blocks. Each token is ended exactly once: this marks `*t`
+ * ended, and a second `rcuref_up_read` of it, or of a copy of it, is refused with
+ * `RCUREF_ENOTLOCKED`, nothing changed (a copy is caught by the place's use count,
+ * which wraps after 2^31 sections of that place: a copy kept that long could end
+ * another's section). Returns `RCUREF_OK`, `RCUREF_ENOTLOCKED`, `RCUREF_EINVAL` (a null
+ * or misaligned `t`, or not a token) or `RCUREF_EDOMAIN` (a domain index that is not
+ * one of the library's). Nothing read under the token may be used after it.
+ *
+ * # Safety
+ * `t` is null or points to a readable and writable `rcuref_read_token`.
+ */
+int32_t rcuref_up_read(struct rcuref_read_token *t);
 
 /**
  * Makes `p` a pool of the caller's `count` objects at `objects`, `stride` bytes apart,

@@ -6,8 +6,8 @@
 //! slot, is refused).
 
 use crate::{
-    code, context, domain, hook_fn, rcuref_ctx, rcuref_rcu, rcuref_wait_hook, Ctx, RCU,
-    RCUREF_EFULL, RCUREF_EINVAL, RCUREF_OK, RUNNING_CALLBACKS, SLOTS,
+    code, context, domain, hook_fn, rcuref_ctx, rcuref_rcu, rcuref_wait_hook, Ctx, DOMAIN_SLOTS,
+    RCU, RCUREF_EFULL, RCUREF_EINVAL, RCUREF_OK, RUNNING_CALLBACKS,
 };
 use core::ffi::c_void;
 use portable_atomic::{AtomicU32, Ordering::Relaxed};
@@ -38,7 +38,7 @@ impl Callback {
     }
 }
 
-type Queue = CallQueue<'static, Callback, CALLBACKS, SLOTS>;
+type Queue = CallQueue<'static, Callback, CALLBACKS, DOMAIN_SLOTS>;
 
 /// Domain `i`'s queue.
 const fn queue_of(i: usize) -> Queue {

@@ -29,8 +29,9 @@
 //!
 //! Build-time, by environment variables read by `build.rs`: `RCUREF_FFI_DOMAINS`
 //! domains (default 2), `RCUREF_FFI_SLOTS` reader slots each (default 8),
-//! `RCUREF_FFI_CALLBACKS` places in each domain's `call_rcu` queue (default 64). The
-//! header does not change with them: domains are opaque and
+//! `RCUREF_FFI_TOKENS` more slots each for the sections of `rcuref_down_read` (default
+//! 4), `RCUREF_FFI_CALLBACKS` places in each domain's `call_rcu` queue (default 64).
+//! The header does not change with them: domains are opaque and
 //! `rcuref_rcu_slots`/`rcuref_call_rcu_capacity` report the numbers at run time.
 
 #![cfg_attr(not(test), no_std)]
@@ -49,11 +50,21 @@ mod config {
     include!(concat!(env!("OUT_DIR"), "/config.rs"));
 }
 mod call_rcu;
+mod down_read;
 #[cfg(all(feature = "panic-handler", not(test)))]
 mod panic;
 mod pool;
 
 pub(crate) use config::SLOTS;
+use config::TOKENS;
+
+/// A domain's slots: `SLOTS` dedicated to contexts (`rcuref_ctx_open`), then `TOKENS`
+/// that `rcuref_down_read` claims (the library's `Rcu::down_read` takes a free slot,
+/// and a dedicated slot is never free).
+pub(crate) const DOMAIN_SLOTS: usize = SLOTS + TOKENS;
+
+/// One of the library's domains.
+pub(crate) type Domain = Rcu<DOMAIN_SLOTS>;
 
 // ---- return codes ----------------------------------------------------------------
 
@@ -73,7 +84,8 @@ pub const RCUREF_ENOTLOCKED: i32 = -4;
 /// of the domain (on this slot or another): it would wait for itself. Nothing waited.
 /// Also a close of a context inside a section or running callbacks (nothing closed).
 pub const RCUREF_EINSECTION: i32 = -5;
-/// No room: every place of the `call_rcu` queue holds a callback. Nothing queued.
+/// No room: every place of the `call_rcu` queue holds a callback (nothing queued), or
+/// every token slot of the domain holds a section (`rcuref_down_read`: nothing begun).
 pub const RCUREF_EFULL: i32 = -6;
 /// The wait hook gave up before the grace period ended.
 pub const RCUREF_EGAVEUP: i32 = -7;
@@ -113,6 +125,7 @@ fn code(e: Error) -> i32 {
         Error::GaveUp => RCUREF_EGAVEUP,
         Error::NotInSection => RCUREF_ENOTLOCKED,
         Error::TooDeep => RCUREF_ETOODEEP,
+        Error::NoFreeSlot => RCUREF_EFULL,
         _ => RCUREF_EINVAL,
     }
 }
@@ -341,19 +354,20 @@ pub struct rcuref_rcu {
     _opaque: [u8; 0],
 }
 
-/// The domains: every slot dedicated, so each is a context's (CPU, thread, interrupt
-/// level) and C code names it by number.
-pub(crate) static RCU: [Rcu<SLOTS>; config::DOMAINS] =
+/// The domains: the first `SLOTS` slots dedicated, so each is a context's (CPU, thread,
+/// interrupt level) and C code names it by number; the `TOKENS` after them free, for
+/// `rcuref_down_read`.
+pub(crate) static RCU: [Domain; config::DOMAINS] =
     [const { Rcu::with_dedicated(SLOTS) }; config::DOMAINS];
 
 /// `d` as one of `RCU`, with its index.
-fn domain(d: *const rcuref_rcu) -> Result<(usize, &'static Rcu<SLOTS>), i32> {
+fn domain(d: *const rcuref_rcu) -> Result<(usize, &'static Domain), i32> {
     if d.is_null() {
         return Err(RCUREF_EINVAL);
     }
     RCU.iter()
         .enumerate()
-        .find(|(_, r)| core::ptr::eq(*r as *const Rcu<SLOTS>, d.cast()))
+        .find(|(_, r)| core::ptr::eq(*r as *const Domain, d.cast()))
         .ok_or(RCUREF_EDOMAIN)
 }
 
@@ -385,14 +399,14 @@ pub(crate) static RUNNING_CALLBACKS: [[AtomicU32; SLOTS]; config::DOMAINS] =
 #[derive(Clone, Copy)]
 pub(crate) struct Ctx {
     pub(crate) index: usize,
-    pub(crate) rcu: &'static Rcu<SLOTS>,
+    pub(crate) rcu: &'static Domain,
     pub(crate) slot: usize,
     pub(crate) owner: usize,
 }
 
 impl Ctx {
     /// The slot's reader.
-    pub(crate) fn reader(&self) -> ContextReader<'static, SLOTS> {
+    pub(crate) fn reader(&self) -> ContextReader<'static, DOMAIN_SLOTS> {
         // SAFETY: every slot is dedicated (`RCU`), and the C caller promised (the module
         // docs) that a slot is used only by its owner's context and the interrupt
         // handlers that preempt it: `context_reader`'s contract. The owner check
@@ -581,7 +595,7 @@ pub unsafe extern "C" fn rcuref_rcu_read_unlock() -> i32 {
 #[no_mangle]
 pub extern "C" fn rcuref_rcu_domain(index: u32) -> *const rcuref_rcu {
     RCU.get(index as usize)
-        .map_or(core::ptr::null(), |r| (r as *const Rcu<SLOTS>).cast())
+        .map_or(core::ptr::null(), |r| (r as *const Domain).cast())
 }
 
 /// How many reader slots each domain has (`RCUREF_FFI_SLOTS`), 0 for a null or
@@ -761,10 +775,10 @@ pub unsafe extern "C" fn rcuref_synchronize(
 }
 
 /// A point in one domain's grace-period sequence (`rcuref_start_poll`), which only that
-/// domain answers: another domain refuses it with `RCUREF_EDOMAIN`, and a value that
-/// without the cookie tag (a zeroed one, say) with `RCUREF_EINVAL`; a forged state
-/// cannot be told from an old one. Copy it as a
-/// whole; its fields are private.
+/// domain answers: another
+/// domain refuses it with `RCUREF_EDOMAIN`, and a value without the cookie tag (a
+/// zeroed one, say) with `RCUREF_EINVAL`; a forged state cannot be told from an old
+/// one. Copy it as a whole; its fields are private.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct rcuref_cookie {
@@ -848,6 +862,7 @@ pub use call_rcu::{
     rcuref_call_rcu, rcuref_call_rcu_capacity, rcuref_call_rcu_pending, rcuref_call_rcu_run,
     rcuref_callback, rcuref_rcu_barrier,
 };
+pub use down_read::{rcuref_down_read, rcuref_read_token, rcuref_up_read};
 pub use pool::{
     rcuref_pool, rcuref_pool_alloc, rcuref_pool_destroy, rcuref_pool_get, rcuref_pool_init,
     rcuref_pool_lookup, rcuref_pool_node, rcuref_pool_publish, rcuref_pool_put,

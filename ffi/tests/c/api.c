@@ -5,6 +5,7 @@
 #include "rcuref.h"
 #include "check.h"
 #include "rcuref_config.h" /* beside the archive: the build's configuration */
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +49,14 @@ static void barrier_inside(void *arg)
 	(void)arg;
 	barrier_in_callback = rcuref_rcu_barrier(barrier_ctx, give_up_after, &inner_limit);
 	close_in_callback = rcuref_ctx_close(barrier_ctx);
+}
+
+/* Another context that ends a read section a token of main's began (srcu_up_read). */
+static void *end_token(void *token)
+{
+	static int32_t r;
+	r = rcuref_up_read(token);
+	return &r;
 }
 
 /* The current-context function of `rcuref_rcu_read_lock()`. */
@@ -255,6 +264,68 @@ int main(void)
 		CHECK(!"a foreign domain's poll read as done");
 	CHECK(rcuref_synchronize(&forged, NULL, NULL) == RCUREF_ERANGE);
 	CHECK(rcuref_synchronize(NULL, NULL, NULL) == RCUREF_EINVAL);
+
+	/* Sections another context ends (srcu_down_read/srcu_up_read): a slot of their
+	 * own each, beside the contexts' (which all stay open). */
+	_Static_assert(RCUREF_FFI_TOKENS >= 2, "api.c uses two tokens");
+	rcuref_cookie s1;
+	rcuref_read_token t1, t1_copy, t2, stale, toks[RCUREF_FFI_TOKENS];
+	CHECK(rcuref_down_read(d, &t1) == RCUREF_OK);
+	CHECK(rcuref_start_poll(d, &s1) == RCUREF_OK);
+	CHECK(rcuref_poll(d, s1, &done) == RCUREF_OK && !done); /* the token reads */
+	limit = 3;
+	CHECK(rcuref_synchronize(&c0, give_up_after, &limit) == RCUREF_EGAVEUP);
+	CHECK(rcuref_read_lock(&c0) == RCUREF_OK); /* a context's section beside it */
+	CHECK(rcuref_read_unlock(&c0) == RCUREF_OK);
+	/* Handed to another thread, which ends it. */
+	t1_copy = t1;
+	pthread_t ender;
+	void *ended = NULL;
+	CHECK(pthread_create(&ender, NULL, end_token, &t1_copy) == 0);
+	CHECK(pthread_join(ender, &ended) == 0);
+	CHECK(ended && *(int32_t *)ended == RCUREF_OK);
+	CHECK(rcuref_up_read(&t1_copy) == RCUREF_ENOTLOCKED); /* marked ended */
+	CHECK(rcuref_up_read(&t1) == RCUREF_ENOTLOCKED); /* a copy: caught too */
+	CHECK(rcuref_synchronize(&c0, NULL, NULL) == RCUREF_OK);
+	/* Counted: RCUREF_FFI_TOKENS per domain, each domain its own. */
+	for (unsigned i = 0; i < RCUREF_FFI_TOKENS; i++)
+		CHECK(rcuref_down_read(d, &toks[i]) == RCUREF_OK);
+	CHECK(rcuref_down_read(d, &t2) == RCUREF_EFULL);
+	CHECK(rcuref_down_read(d1, &t2) == RCUREF_OK);
+	CHECK(rcuref_up_read(&t2) == RCUREF_OK);
+	/* A stale copy does not end the section that reuses its place. */
+	stale = toks[0];
+	CHECK(rcuref_up_read(&toks[0]) == RCUREF_OK);
+	CHECK(rcuref_down_read(d, &t2) == RCUREF_OK); /* the free place again */
+	CHECK(rcuref_up_read(&stale) == RCUREF_ENOTLOCKED);
+	for (unsigned i = 1; i < RCUREF_FFI_TOKENS; i++)
+		CHECK(rcuref_up_read(&toks[i]) == RCUREF_OK);
+	CHECK(rcuref_start_poll(d, &s1) == RCUREF_OK);
+	CHECK(rcuref_poll(d, s1, &done) == RCUREF_OK && !done); /* t2 still reads */
+	CHECK(rcuref_up_read(&t2) == RCUREF_OK);
+	CHECK(rcuref_synchronize(&c0, NULL, NULL) == RCUREF_OK);
+	CHECK(rcuref_rcu_slots(d) == RCUREF_FFI_SLOTS); /* the contexts' count */
+	/* Errors. */
+	CHECK(rcuref_down_read(NULL, &t2) == RCUREF_EINVAL);
+	CHECK(rcuref_down_read(foreign, &t2) == RCUREF_EDOMAIN);
+	CHECK(rcuref_down_read(d, NULL) == RCUREF_EINVAL);
+	CHECK(rcuref_down_read(d, (rcuref_read_token *)((uintptr_t)ctx_storage + 1)) ==
+	      RCUREF_EINVAL);
+	rcuref_read_token zero_token = {0};
+	CHECK(rcuref_up_read(&zero_token) == RCUREF_EINVAL); /* not a token */
+	CHECK(rcuref_up_read(NULL) == RCUREF_EINVAL);
+	CHECK(rcuref_down_read(d, &t2) == RCUREF_OK);
+	rcuref_read_token forged_token = t2;
+	forged_token.domain |= 0xFFFF; /* no such domain */
+	CHECK(rcuref_up_read(&forged_token) == RCUREF_EDOMAIN);
+	forged_token = t2;
+	forged_token.seq++; /* not a section's */
+	CHECK(rcuref_up_read(&forged_token) == RCUREF_EINVAL);
+	forged_token = t2;
+	forged_token.place = RCUREF_FFI_TOKENS; /* no such place */
+	CHECK(rcuref_up_read(&forged_token) == RCUREF_EINVAL);
+	CHECK(rcuref_up_read(&t2) == RCUREF_OK); /* the real one still ends it */
+	CHECK(rcuref_synchronize(&c0, NULL, NULL) == RCUREF_OK);
 
 	/* call_rcu: bounded, run after a grace period, barrier. */
 	uint32_t cap = rcuref_call_rcu_capacity(d);
