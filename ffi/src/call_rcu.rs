@@ -91,13 +91,58 @@ pub unsafe extern "C" fn rcuref_call_rcu(
 pub unsafe extern "C" fn rcuref_call_rcu_run(ctx: *const rcuref_ctx) -> i32 {
     // SAFETY: the caller's promise.
     match unsafe { context(ctx) } {
-        Ok(c) => {
-            let _running = Running::new(&c);
-            let ran = QUEUES[c.index].run(usize::MAX, Callback::call).ran;
-            i32::try_from(ran).unwrap_or(i32::MAX)
-        }
+        Ok(c) => ran_count(run(&c, usize::MAX).ran),
         Err(e) => e,
     }
+}
+
+/// `rcuref_call_rcu_run` with a budget: runs at most `budget` callbacks whose grace
+/// period has ended (in the queue's place order, not strictly oldest first) and leaves
+/// the rest for a later call, so a tick handler or an interrupt
+/// bounds its work, as Linux bounds the callbacks one softirq invokes (`rcu_do_batch`'s
+/// limit; there the limit is the kernel's, here it is the caller's). Writes to `*left`
+/// (if not null) how many places still hold a callback this call did not run (due or
+/// not, and those other contexts are queueing or running): 0 means the queue was empty
+/// when scanned, not that it is now. Returns how many ran, or an error of the context
+/// or `RCUREF_EINVAL` (a misaligned `left`), with `*left` (if writable) 0 on an error.
+/// `budget` 0 runs nothing and only counts. As `rcuref_call_rcu_run` otherwise: never
+/// blocks, and a barrier from a callback it runs is refused (`RCUREF_EINCALLBACK`).
+///
+/// # Safety
+/// `ctx` is null or readable; `left` is null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn rcuref_call_rcu_run_some(
+    ctx: *const rcuref_ctx,
+    budget: u32,
+    left: *mut u32,
+) -> i32 {
+    if !left.is_aligned() {
+        return RCUREF_EINVAL;
+    }
+    // SAFETY: the caller's promise.
+    let (result, rest) = match unsafe { context(ctx) } {
+        Ok(c) => {
+            let r = run(&c, budget as usize);
+            (ran_count(r.ran), r.left)
+        }
+        Err(e) => (e, 0),
+    };
+    if !left.is_null() {
+        // SAFETY: `left` is writable (the caller's promise) and aligned (checked).
+        unsafe { left.write(u32::try_from(rest).unwrap_or(u32::MAX)) };
+    }
+    result
+}
+
+/// Runs at most `budget` due callbacks of `c`'s domain, counted as `c`'s owner's.
+fn run(c: &Ctx, budget: usize) -> rcuref::rcu::Ran {
+    let _running = Running::new(c);
+    QUEUES[c.index].run(budget, Callback::call)
+}
+
+/// A count of callbacks run as a result (never negative: a code is).
+fn ran_count(ran: usize) -> i32 {
+    i32::try_from(ran).unwrap_or(i32::MAX)
 }
 
 /// A context running callbacks: counted in `RUNNING_CALLBACKS` while it lives (a callback that
