@@ -5,7 +5,8 @@
 //! domain's call_rcu queue (default 64).
 //!
 //! Besides the Rust constants it writes `rcuref_config.h`, the same numbers as
-//! `#define`s for C to check at compile time, next to the archive
+//! `#define`s for C to check at compile time (and `RCUREF_FFI_DEBUG_OBJECTS`, 1 when
+//! the crate's feature `debug-objects` is on, else 0), next to the archive
 //! (`target/<triple>/<profile>/rcuref_config.h`, or `target/<profile>/` for the host):
 //! the build directory's three levels above `OUT_DIR`, which is
 //! `<that>/build/rcuref-ffi-<hash>/out`.
@@ -45,6 +46,13 @@ fn main() {
         }
         header.push_str(&format!("#define {name} {v}u\n"));
     }
+    // A cargo feature, not a variable: it turns on the library's `debug-callbacks`,
+    // which only a feature can do. The define tells C which archive it links.
+    let debug_objects = std::env::var_os("CARGO_FEATURE_DEBUG_OBJECTS").is_some();
+    header.push_str(&format!(
+        "#define RCUREF_FFI_DEBUG_OBJECTS {}\n",
+        u8::from(debug_objects)
+    ));
     header.push_str("#endif /* RCUREF_CONFIG_H */\n");
     let dir = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap());
     std::fs::write(dir.join("config.rs"), out).unwrap();

@@ -86,6 +86,13 @@
 #define RCUREF_EINCALLBACK -11
 
 /**
+ * Only with the feature `debug-objects` (Linux's `DEBUG_OBJECTS_RCU_HEAD`): a
+ * `rcuref_call_rcu` whose `arg` a queued callback of the domain already has. Nothing
+ * queued (queueing it twice would free it twice).
+ */
+#define RCUREF_EQUEUED -12
+
+/**
  * How many cookies with distinct grace periods that are not done yet one domain can
  * have at once (Linux's `NUM_ACTIVE_RCU_POLL_OLDSTATE`, which is 2 there): a table of
  * this many cookies, keeping the newest of each state (`rcuref_same_state`) and
@@ -529,6 +536,14 @@ int32_t rcuref_cond_synchronize(const struct rcuref_ctx *ctx, struct rcuref_cook
  * `RCUREF_EFULL` (every place holds a callback: nothing queued; run the queue, or wait
  * with `rcuref_synchronize` and free directly), `RCUREF_EINVAL` (null domain or
  * callback) or `RCUREF_EDOMAIN`.
+ *
+ * With the feature `debug-objects` (Linux's `DEBUG_OBJECTS_RCU_HEAD`, which catches an
+ * `rcu_head` queued twice), a non-null `arg` that a callback still queued (or running)
+ * in `d`'s queue already has is refused with `RCUREF_EQUEUED`, nothing queued: the
+ * object would be freed twice. The key is `arg`, not an `rcu_head`, so two callbacks
+ * meant for one object (a free and a log, say) are refused too. A debug aid, not a
+ * guarantee: two contexts queueing the same `arg` at the same instant may both get
+ * through. Without the feature nothing is checked and nothing is spent.
  *
  * # Safety
  * `func` may be called once with `arg`, from whichever context runs the queue, after

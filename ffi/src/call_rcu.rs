@@ -7,7 +7,7 @@
 
 use crate::{
     code, context, domain, hook_fn, rcuref_ctx, rcuref_rcu, rcuref_wait_hook, Ctx, DOMAIN_SLOTS,
-    RCU, RCUREF_EFULL, RCUREF_EINVAL, RCUREF_OK, RUNNING_CALLBACKS,
+    RCU, RCUREF_EINVAL, RCUREF_OK, RUNNING_CALLBACKS,
 };
 use core::ffi::c_void;
 use portable_atomic::{AtomicU32, Ordering::Relaxed};
@@ -54,6 +54,14 @@ static QUEUES: [Queue; DOMAINS] = per_domain!(queue_of);
 /// with `rcuref_synchronize` and free directly), `RCUREF_EINVAL` (null domain or
 /// callback) or `RCUREF_EDOMAIN`.
 ///
+/// With the feature `debug-objects` (Linux's `DEBUG_OBJECTS_RCU_HEAD`, which catches an
+/// `rcu_head` queued twice), a non-null `arg` that a callback still queued (or running)
+/// in `d`'s queue already has is refused with `RCUREF_EQUEUED`, nothing queued: the
+/// object would be freed twice. The key is `arg`, not an `rcu_head`, so two callbacks
+/// meant for one object (a free and a log, say) are refused too. A debug aid, not a
+/// guarantee: two contexts queueing the same `arg` at the same instant may both get
+/// through. Without the feature nothing is checked and nothing is spent.
+///
 /// # Safety
 /// `func` may be called once with `arg`, from whichever context runs the queue, after
 /// a grace period.
@@ -70,9 +78,10 @@ pub unsafe extern "C" fn rcuref_call_rcu(
     let Some(func) = func else {
         return RCUREF_EINVAL;
     };
-    match QUEUES[i].call(Callback { func, arg }) {
+    // `call` without the library's `debug-callbacks` (the key is not even stored).
+    match QUEUES[i].call_keyed(arg as usize, Callback { func, arg }) {
         Ok(()) => RCUREF_OK,
-        Err(_) => RCUREF_EFULL,
+        Err(refused) => code(refused.error), // RCUREF_EFULL, or RCUREF_EQUEUED
     }
 }
 

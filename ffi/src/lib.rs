@@ -31,7 +31,8 @@
 //! Build-time, by environment variables read by `build.rs`: `RCUREF_FFI_DOMAINS`
 //! domains (default 2), `RCUREF_FFI_SLOTS` reader slots each (default 8),
 //! `RCUREF_FFI_TOKENS` more slots each for the sections of `rcuref_down_read` (default
-//! 4), `RCUREF_FFI_CALLBACKS` places in each domain's `call_rcu` queue (default 64).
+//! 4), `RCUREF_FFI_CALLBACKS` places in each domain's `call_rcu` queue (default 64);
+//! and the cargo feature `debug-objects` (a callback's `arg` queued twice is refused).
 //! The header does not change with them: domains are opaque and
 //! `rcuref_rcu_slots`/`rcuref_call_rcu_capacity` report the numbers at run time.
 
@@ -102,6 +103,10 @@ pub const RCUREF_ENOTOWNER: i32 = -10;
 /// A barrier from inside a callback its owner is running: it would wait for itself.
 /// Nothing waited.
 pub const RCUREF_EINCALLBACK: i32 = -11;
+/// Only with the feature `debug-objects` (Linux's `DEBUG_OBJECTS_RCU_HEAD`): a
+/// `rcuref_call_rcu` whose `arg` a queued callback of the domain already has. Nothing
+/// queued (queueing it twice would free it twice).
+pub const RCUREF_EQUEUED: i32 = -12;
 
 /// Writes a yes/no answer to `*out` and returns `RCUREF_OK`; for an error, writes
 /// false (where `out` is not null) and returns the error. So a caller that forgets the
@@ -127,6 +132,7 @@ fn code(e: Error) -> i32 {
         Error::NotInSection => RCUREF_ENOTLOCKED,
         Error::TooDeep => RCUREF_ETOODEEP,
         Error::NoFreeSlot => RCUREF_EFULL,
+        Error::Busy => RCUREF_EQUEUED,
         _ => RCUREF_EINVAL,
     }
 }
