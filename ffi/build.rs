@@ -1,9 +1,12 @@
 //! The integrator's build-time choices (docs/c-api.md, "Configuration"):
 //! `RCUREF_FFI_DOMAINS` (default 2), `RCUREF_FFI_SLOTS` reader slots per domain
-//! (default 8), `RCUREF_FFI_CALLBACKS` places per domain's call_rcu queue (default 64).
+//! (default 8), `RCUREF_FFI_TOKENS` slots per domain for read sections that another
+//! context ends (`rcuref_down_read`, default 4), `RCUREF_FFI_CALLBACKS` places per
+//! domain's call_rcu queue (default 64).
 //!
 //! Besides the Rust constants it writes `rcuref_config.h`, the same numbers as
-//! `#define`s for C to check at compile time, next to the archive
+//! `#define`s for C to check at compile time (and `RCUREF_FFI_DEBUG_OBJECTS`, 1 when
+//! the crate's feature `debug-objects` is on, else 0), next to the archive
 //! (`target/<triple>/<profile>/rcuref_config.h`, or `target/<profile>/` for the host):
 //! the build directory's three levels above `OUT_DIR`, which is
 //! `<that>/build/rcuref-ffi-<hash>/out`.
@@ -15,16 +18,18 @@ fn main() {
          * with (written by ffi/build.rs; do not edit). */\n\
          #ifndef RCUREF_CONFIG_H\n#define RCUREF_CONFIG_H\n",
     );
-    for (name, default, max) in [
-        ("RCUREF_FFI_DOMAINS", 2usize, 64usize),
-        ("RCUREF_FFI_SLOTS", 8, 1024),
-        ("RCUREF_FFI_CALLBACKS", 64, 65536),
+    for (name, default, min, max) in [
+        ("RCUREF_FFI_DOMAINS", 2usize, 1usize, 64usize),
+        ("RCUREF_FFI_SLOTS", 8, 1, 1024),
+        // 0: no `rcuref_down_read` (it answers RCUREF_EFULL).
+        ("RCUREF_FFI_TOKENS", 4, 0, 1024),
+        ("RCUREF_FFI_CALLBACKS", 64, 1, 65536),
     ] {
         println!("cargo:rerun-if-env-changed={name}");
         let v = match std::env::var(name) {
             Ok(s) => match s.trim().parse::<usize>() {
-                Ok(v) if (1..=max).contains(&v) => v,
-                _ => panic!("{name}={s}: want a whole number from 1 to {max}"),
+                Ok(v) if (min..=max).contains(&v) => v,
+                _ => panic!("{name}={s}: want a whole number from {min} to {max}"),
             },
             Err(_) => default,
         };
@@ -41,6 +46,13 @@ fn main() {
         }
         header.push_str(&format!("#define {name} {v}u\n"));
     }
+    // A cargo feature, not a variable: it turns on the library's `debug-callbacks`,
+    // which only a feature can do. The define tells C which archive it links.
+    let debug_objects = std::env::var_os("CARGO_FEATURE_DEBUG_OBJECTS").is_some();
+    header.push_str(&format!(
+        "#define RCUREF_FFI_DEBUG_OBJECTS {}\n",
+        u8::from(debug_objects)
+    ));
     header.push_str("#endif /* RCUREF_CONFIG_H */\n");
     let dir = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap());
     std::fs::write(dir.join("config.rs"), out).unwrap();

@@ -51,7 +51,8 @@
 #define RCUREF_EINSECTION -5
 
 /**
- * No room: every place of the `call_rcu` queue holds a callback. Nothing queued.
+ * No room: every place of the `call_rcu` queue holds a callback (nothing queued), or
+ * every token slot of the domain holds a section (`rcuref_down_read`: nothing begun).
  */
 #define RCUREF_EFULL -6
 
@@ -83,6 +84,24 @@
  * Nothing waited.
  */
 #define RCUREF_EINCALLBACK -11
+
+/**
+ * Only with the feature `debug-objects` (Linux's `DEBUG_OBJECTS_RCU_HEAD`): a
+ * `rcuref_call_rcu` whose `arg` a queued callback of the domain already has. Nothing
+ * queued (queueing it twice would free it twice).
+ */
+#define RCUREF_EQUEUED -12
+
+/**
+ * How many cookies with distinct grace periods that are not done yet one domain can
+ * have at once (Linux's `NUM_ACTIVE_RCU_POLL_OLDSTATE`, which is 2 there): a table of
+ * this many cookies, keeping the newest of each state (`rcuref_same_state`) and
+ * `rcuref_get_completed` in its unused entries, covers every grace period in flight.
+ * The library's `Rcu::ACTIVE_COOKIES` (checked when the library is built). A property
+ * of the algorithm, not of the build's configuration, so it is here rather than in
+ * `rcuref_config.h`: C code that sizes a table with it needs no generated header.
+ */
+#define RCUREF_ACTIVE_COOKIES 3
 
 /**
  * An RCU domain (opaque): one of the library's, from `rcuref_rcu_domain`.
@@ -134,11 +153,11 @@ typedef const struct rcuref_ctx *(*rcuref_current_context)(void);
 typedef int (*rcuref_wait_hook)(void *ctx, uint32_t attempts);
 
 /**
- * A point in one domain's grace-period sequence (`rcuref_start_poll`), which only that
- * domain answers: another domain refuses it with `RCUREF_EDOMAIN`, and a value that
- * without the cookie tag (a zeroed one, say) with `RCUREF_EINVAL`; a forged state
- * cannot be told from an old one. Copy it as a
- * whole; its fields are private.
+ * A point in one domain's grace-period sequence (`rcuref_start_poll`,
+ * `rcuref_get_state`, `rcuref_get_completed`), which only that domain answers: another
+ * domain refuses it with `RCUREF_EDOMAIN`, and a value without the cookie tag (a
+ * zeroed one, say) with `RCUREF_EINVAL`; a forged state cannot be told from an old
+ * one. Copy it as a whole; its fields are private.
  */
 typedef struct rcuref_cookie {
   uint32_t state;
@@ -150,6 +169,18 @@ typedef struct rcuref_cookie {
  * grace period, by whichever context runs the queue.
  */
 typedef void (*rcuref_callback)(void *arg);
+
+/**
+ * A read section begun by `rcuref_down_read` (Linux's `srcu_down_read` index): any
+ * context may end it with `rcuref_up_read`, exactly once. Copy it once to hand it to
+ * the context that will end it (a queue, a descriptor the interrupt handler reads);
+ * its fields are private.
+ */
+typedef struct rcuref_read_token {
+  uint32_t domain;
+  uint32_t place;
+  uint32_t seq;
+} rcuref_read_token;
 
 /**
  * A pool: storage for `rcuref_pool_init` (zero it, or init it, before any other
@@ -439,6 +470,9 @@ int32_t rcuref_synchronize(const struct rcuref_ctx *ctx, rcuref_wait_hook hook, 
  * section running now has ended. Call it after unpublishing. Never blocks; safe in
  * interrupt handlers. Returns `RCUREF_OK`, `RCUREF_EINVAL` or `RCUREF_EDOMAIN`.
  *
+ * It starts nothing, unlike Linux's: grace periods are driven by whoever polls or
+ * waits, so this is `rcuref_get_state` under the name Linux callers look for.
+ *
  * A cookie moved to another core must travel with release/acquire ordering (a lock,
  * an atomic with those orderings), or it may be answered done too early.
  *
@@ -446,6 +480,39 @@ int32_t rcuref_synchronize(const struct rcuref_ctx *ctx, rcuref_wait_hook hook, 
  * `cookie` is null or points to a writable `rcuref_cookie`.
  */
 int32_t rcuref_start_poll(const struct rcuref_rcu *d, struct rcuref_cookie *cookie);
+
+/**
+ * Writes to `*out` a cookie for the grace period that covers every section running
+ * now, without starting one (Linux's `get_state_synchronize_rcu`): the same cookie as
+ * `rcuref_start_poll`, which starts nothing either. Never blocks; safe in interrupt
+ * handlers. Returns as `rcuref_start_poll`.
+ *
+ * # Safety
+ * `out` is null or points to a writable `rcuref_cookie`.
+ */
+int32_t rcuref_get_state(const struct rcuref_rcu *d, struct rcuref_cookie *out);
+
+/**
+ * Writes to `*out` a cookie of `d` that is always done (Linux's
+ * `get_completed_synchronize_rcu`), for the "nothing to wait for" entries of a table
+ * of cookies: `rcuref_poll` answers it done at once, however far the grace periods
+ * go, and `rcuref_cond_synchronize` returns at once. It is still `d`'s: another domain
+ * refuses it (`RCUREF_EDOMAIN`), as any cookie. Never blocks; safe in interrupt
+ * handlers. Returns as `rcuref_start_poll`.
+ *
+ * # Safety
+ * `out` is null or points to a writable `rcuref_cookie`.
+ */
+int32_t rcuref_get_completed(const struct rcuref_rcu *d, struct rcuref_cookie *out);
+
+/**
+ * Whether two cookies name the same grace period of the same domain (Linux's
+ * `same_state_synchronize_rcu`, which has no domain to compare): two cookies taken
+ * with no step of the grace period between them, or two completed cookies
+ * (`rcuref_get_completed`) of one domain. False when either is not a cookie (no
+ * cookie tag: a zeroed one, say). Never blocks; safe in interrupt handlers.
+ */
+bool rcuref_same_state(struct rcuref_cookie a, struct rcuref_cookie b);
 
 /**
  * Whether the cookie's grace period has ended (`poll_state_synchronize_rcu`, and it
@@ -460,12 +527,36 @@ int32_t rcuref_start_poll(const struct rcuref_rcu *d, struct rcuref_cookie *cook
 int32_t rcuref_poll(const struct rcuref_rcu *d, struct rcuref_cookie cookie, bool *done);
 
 /**
+ * Waits for the cookie's grace period only if it has not ended yet (Linux's
+ * `cond_synchronize_rcu`), from the context `ctx` names, calling `hook` with
+ * `hook_ctx` between attempts: a cookie that is done after one poll (a completed one,
+ * an old one) returns `RCUREF_OK` at once, even from inside a section or an interrupt
+ * handler; otherwise it is `rcuref_synchronize` for that cookie (never from an
+ * interrupt handler). Returns `RCUREF_OK`, `RCUREF_EINVAL` (not a cookie),
+ * `RCUREF_EDOMAIN` (another domain's cookie), and, only when there is something to
+ * wait for, `RCUREF_EINSECTION` and `RCUREF_EGAVEUP` as `rcuref_synchronize`; or an
+ * error of the context.
+ *
+ * # Safety
+ * As `rcuref_synchronize`'s.
+ */
+int32_t rcuref_cond_synchronize(const struct rcuref_ctx *ctx, struct rcuref_cookie cookie, rcuref_wait_hook hook, void *hook_ctx);
+
+/**
  * Queues `func(arg)` to run after a grace period of `d` (`call_rcu`). Call it after
  * unpublishing what `func` frees. Never blocks and never allocates: safe from any
  * number of contexts at once, interrupt handlers included. Returns `RCUREF_OK`,
  * `RCUREF_EFULL` (every place holds a callback: nothing queued; run the queue, or wait
  * with `rcuref_synchronize` and free directly), `RCUREF_EINVAL` (null domain or
  * callback) or `RCUREF_EDOMAIN`.
+ *
+ * With the feature `debug-objects` (Linux's `DEBUG_OBJECTS_RCU_HEAD`, which catches an
+ * `rcu_head` queued twice), a non-null `arg` that a callback still queued (or running)
+ * in `d`'s queue already has is refused with `RCUREF_EQUEUED`, nothing queued: the
+ * object would be freed twice. The key is `arg`, not an `rcu_head`, so two callbacks
+ * meant for one object (a free and a log, say) are refused too. A debug aid, not a
+ * guarantee: two contexts queueing the same `arg` at the same instant may both get
+ * through. Without the feature nothing is checked and nothing is spent.
  *
  * # Safety
  * `func` may be called once with `arg`, from whichever context runs the queue, after
@@ -487,6 +578,24 @@ int32_t rcuref_call_rcu(const struct rcuref_rcu *d, rcuref_callback func, void *
  * `ctx` is null or readable.
  */
 int32_t rcuref_call_rcu_run(const struct rcuref_ctx *ctx);
+
+/**
+ * `rcuref_call_rcu_run` with a budget: runs at most `budget` callbacks whose grace
+ * period has ended (in the queue's place order, not strictly oldest first) and leaves
+ * the rest for a later call, so a tick handler or an interrupt
+ * bounds its work, as Linux bounds the callbacks one softirq invokes (`rcu_do_batch`'s
+ * limit; there the limit is the kernel's, here it is the caller's). Writes to `*left`
+ * (if not null) how many places still hold a callback this call did not run (due or
+ * not, and those other contexts are queueing or running): 0 means the queue was empty
+ * when scanned, not that it is now. Returns how many ran, or an error of the context
+ * or `RCUREF_EINVAL` (a misaligned `left`), with `*left` (if writable) 0 on an error.
+ * `budget` 0 runs nothing and only counts. As `rcuref_call_rcu_run` otherwise: never
+ * blocks, and a barrier from a callback it runs is refused (`RCUREF_EINCALLBACK`).
+ *
+ * # Safety
+ * `ctx` is null or readable; `left` is null or writable.
+ */
+int32_t rcuref_call_rcu_run_some(const struct rcuref_ctx *ctx, uint32_t budget, uint32_t *left);
 
 /**
  * Waits for every callback of the context's domain queued before this call to have
@@ -517,6 +626,40 @@ uint32_t rcuref_call_rcu_pending(const struct rcuref_rcu *d);
  * domain.
  */
 uint32_t rcuref_call_rcu_capacity(const struct rcuref_rcu *d);
+
+/**
+ * Begins a read section of `d` that any context may end (Linux's `srcu_down_read`: a
+ * DMA completion interrupt ending what a task began, say), on a slot of its own among
+ * the domain's `RCUREF_FFI_TOKENS`, and writes its token to `*out`. Grace periods wait
+ * for it as for any section, until `rcuref_up_read`. Read under it with
+ * `rcuref_dereference`, in any context that holds the token; it does not nest and
+ * needs no context (`rcuref_ctx`). Never blocks; safe in interrupt handlers. Returns
+ * `RCUREF_OK`, `RCUREF_EFULL` (every token slot holds a section: nothing begun),
+ * `RCUREF_EINVAL` (a null domain or `out`) or `RCUREF_EDOMAIN`.
+ *
+ * Where it differs from Linux: tokens are counted (`RCUREF_FFI_TOKENS` per domain),
+ * and a wait (`rcuref_synchronize`) cannot tell that its caller holds a token of the
+ * domain: it then waits for its own section, until its hook gives up.
+ *
+ * # Safety
+ * `out` is null or points to a writable `rcuref_read_token`.
+ */
+int32_t rcuref_down_read(const struct rcuref_rcu *d, struct rcuref_read_token *out);
+
+/**
+ * Ends the read section of `*t` (Linux's `srcu_up_read`), from any context, interrupt
+ * handlers included: never blocks. Each token is ended exactly once: this marks `*t`
+ * ended, and a second `rcuref_up_read` of it, or of a copy of it, is refused with
+ * `RCUREF_ENOTLOCKED`, nothing changed (a copy is caught by the place's use count,
+ * which wraps after 2^31 sections of that place: a copy kept that long could end
+ * another's section). Returns `RCUREF_OK`, `RCUREF_ENOTLOCKED`, `RCUREF_EINVAL` (a null
+ * or misaligned `t`, or not a token) or `RCUREF_EDOMAIN` (a domain index that is not
+ * one of the library's). Nothing read under the token may be used after it.
+ *
+ * # Safety
+ * `t` is null or points to a readable and writable `rcuref_read_token`.
+ */
+int32_t rcuref_up_read(struct rcuref_read_token *t);
 
 /**
  * Makes `p` a pool of the caller's `count` objects at `objects`, `stride` bytes apart,

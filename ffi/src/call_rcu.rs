@@ -6,8 +6,8 @@
 //! slot, is refused).
 
 use crate::{
-    code, context, domain, hook_fn, rcuref_ctx, rcuref_rcu, rcuref_wait_hook, Ctx, RCU,
-    RCUREF_EFULL, RCUREF_EINVAL, RCUREF_OK, RUNNING_CALLBACKS, SLOTS,
+    code, context, domain, hook_fn, rcuref_ctx, rcuref_rcu, rcuref_wait_hook, Ctx, DOMAIN_SLOTS,
+    RCU, RCUREF_EINVAL, RCUREF_OK, RUNNING_CALLBACKS,
 };
 use core::ffi::c_void;
 use portable_atomic::{AtomicU32, Ordering::Relaxed};
@@ -38,7 +38,7 @@ impl Callback {
     }
 }
 
-type Queue = CallQueue<'static, Callback, CALLBACKS, SLOTS>;
+type Queue = CallQueue<'static, Callback, CALLBACKS, DOMAIN_SLOTS>;
 
 /// Domain `i`'s queue.
 const fn queue_of(i: usize) -> Queue {
@@ -53,6 +53,14 @@ static QUEUES: [Queue; DOMAINS] = per_domain!(queue_of);
 /// `RCUREF_EFULL` (every place holds a callback: nothing queued; run the queue, or wait
 /// with `rcuref_synchronize` and free directly), `RCUREF_EINVAL` (null domain or
 /// callback) or `RCUREF_EDOMAIN`.
+///
+/// With the feature `debug-objects` (Linux's `DEBUG_OBJECTS_RCU_HEAD`, which catches an
+/// `rcu_head` queued twice), a non-null `arg` that a callback still queued (or running)
+/// in `d`'s queue already has is refused with `RCUREF_EQUEUED`, nothing queued: the
+/// object would be freed twice. The key is `arg`, not an `rcu_head`, so two callbacks
+/// meant for one object (a free and a log, say) are refused too. A debug aid, not a
+/// guarantee: two contexts queueing the same `arg` at the same instant may both get
+/// through. Without the feature nothing is checked and nothing is spent.
 ///
 /// # Safety
 /// `func` may be called once with `arg`, from whichever context runs the queue, after
@@ -70,9 +78,10 @@ pub unsafe extern "C" fn rcuref_call_rcu(
     let Some(func) = func else {
         return RCUREF_EINVAL;
     };
-    match QUEUES[i].call(Callback { func, arg }) {
+    // `call` without the library's `debug-callbacks` (the key is not even stored).
+    match QUEUES[i].call_keyed(arg as usize, Callback { func, arg }) {
         Ok(()) => RCUREF_OK,
-        Err(_) => RCUREF_EFULL,
+        Err(refused) => code(refused.error), // RCUREF_EFULL, or RCUREF_EQUEUED
     }
 }
 
@@ -91,13 +100,58 @@ pub unsafe extern "C" fn rcuref_call_rcu(
 pub unsafe extern "C" fn rcuref_call_rcu_run(ctx: *const rcuref_ctx) -> i32 {
     // SAFETY: the caller's promise.
     match unsafe { context(ctx) } {
-        Ok(c) => {
-            let _running = Running::new(&c);
-            let ran = QUEUES[c.index].run(usize::MAX, Callback::call).ran;
-            i32::try_from(ran).unwrap_or(i32::MAX)
-        }
+        Ok(c) => ran_count(run(&c, usize::MAX).ran),
         Err(e) => e,
     }
+}
+
+/// `rcuref_call_rcu_run` with a budget: runs at most `budget` callbacks whose grace
+/// period has ended (in the queue's place order, not strictly oldest first) and leaves
+/// the rest for a later call, so a tick handler or an interrupt
+/// bounds its work, as Linux bounds the callbacks one softirq invokes (`rcu_do_batch`'s
+/// limit; there the limit is the kernel's, here it is the caller's). Writes to `*left`
+/// (if not null) how many places still hold a callback this call did not run (due or
+/// not, and those other contexts are queueing or running): 0 means the queue was empty
+/// when scanned, not that it is now. Returns how many ran, or an error of the context
+/// or `RCUREF_EINVAL` (a misaligned `left`), with `*left` (if writable) 0 on an error.
+/// `budget` 0 runs nothing and only counts. As `rcuref_call_rcu_run` otherwise: never
+/// blocks, and a barrier from a callback it runs is refused (`RCUREF_EINCALLBACK`).
+///
+/// # Safety
+/// `ctx` is null or readable; `left` is null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn rcuref_call_rcu_run_some(
+    ctx: *const rcuref_ctx,
+    budget: u32,
+    left: *mut u32,
+) -> i32 {
+    if !left.is_aligned() {
+        return RCUREF_EINVAL;
+    }
+    // SAFETY: the caller's promise.
+    let (result, rest) = match unsafe { context(ctx) } {
+        Ok(c) => {
+            let r = run(&c, budget as usize);
+            (ran_count(r.ran), r.left)
+        }
+        Err(e) => (e, 0),
+    };
+    if !left.is_null() {
+        // SAFETY: `left` is writable (the caller's promise) and aligned (checked).
+        unsafe { left.write(u32::try_from(rest).unwrap_or(u32::MAX)) };
+    }
+    result
+}
+
+/// Runs at most `budget` due callbacks of `c`'s domain, counted as `c`'s owner's.
+fn run(c: &Ctx, budget: usize) -> rcuref::rcu::Ran {
+    let _running = Running::new(c);
+    QUEUES[c.index].run(budget, Callback::call)
+}
+
+/// A count of callbacks run as a result (never negative: a code is).
+fn ran_count(ran: usize) -> i32 {
+    i32::try_from(ran).unwrap_or(i32::MAX)
 }
 
 /// A context running callbacks: counted in `RUNNING_CALLBACKS` while it lives (a callback that

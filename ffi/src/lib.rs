@@ -7,7 +7,8 @@
 //! # What every function promises
 //!
 //! * Every `int32_t` result is a code (`RCUREF_OK`, or a negative `RCUREF_E*`), except
-//!   `rcuref_call_rcu_run`'s count of callbacks run (never negative unless a code), never a
+//!   `rcuref_call_rcu_run`'s and `rcuref_call_rcu_run_some`'s count of callbacks run
+//!   (never negative unless a code), never a
 //!   yes or no; a yes or no is a `bool`, returned (false for a bad pointer) or written
 //!   through a `bool *` (false on any error), so no error reads as "yes".
 //! * A cookie names its domain; any other domain refuses it.
@@ -29,8 +30,10 @@
 //!
 //! Build-time, by environment variables read by `build.rs`: `RCUREF_FFI_DOMAINS`
 //! domains (default 2), `RCUREF_FFI_SLOTS` reader slots each (default 8),
-//! `RCUREF_FFI_CALLBACKS` places in each domain's `call_rcu` queue (default 64). The
-//! header does not change with them: domains are opaque and
+//! `RCUREF_FFI_TOKENS` more slots each for the sections of `rcuref_down_read` (default
+//! 4), `RCUREF_FFI_CALLBACKS` places in each domain's `call_rcu` queue (default 64);
+//! and the cargo feature `debug-objects` (a callback's `arg` queued twice is refused).
+//! The header does not change with them: domains are opaque and
 //! `rcuref_rcu_slots`/`rcuref_call_rcu_capacity` report the numbers at run time.
 
 #![cfg_attr(not(test), no_std)]
@@ -49,12 +52,22 @@ mod config {
     include!(concat!(env!("OUT_DIR"), "/config.rs"));
 }
 mod call_rcu;
+mod down_read;
 #[cfg(all(feature = "panic-handler", not(test)))]
 mod panic;
 mod pool;
 mod sleep;
 
 pub(crate) use config::SLOTS;
+use config::TOKENS;
+
+/// A domain's slots: `SLOTS` dedicated to contexts (`rcuref_ctx_open`), then `TOKENS`
+/// that `rcuref_down_read` claims (the library's `Rcu::down_read` takes a free slot,
+/// and a dedicated slot is never free).
+pub(crate) const DOMAIN_SLOTS: usize = SLOTS + TOKENS;
+
+/// One of the library's domains.
+pub(crate) type Domain = Rcu<DOMAIN_SLOTS>;
 
 // ---- return codes ----------------------------------------------------------------
 
@@ -74,7 +87,8 @@ pub const RCUREF_ENOTLOCKED: i32 = -4;
 /// of the domain (on this slot or another): it would wait for itself. Nothing waited.
 /// Also a close of a context inside a section or running callbacks (nothing closed).
 pub const RCUREF_EINSECTION: i32 = -5;
-/// No room: every place of the `call_rcu` queue holds a callback. Nothing queued.
+/// No room: every place of the `call_rcu` queue holds a callback (nothing queued), or
+/// every token slot of the domain holds a section (`rcuref_down_read`: nothing begun).
 pub const RCUREF_EFULL: i32 = -6;
 /// The wait hook gave up before the grace period ended.
 pub const RCUREF_EGAVEUP: i32 = -7;
@@ -90,6 +104,10 @@ pub const RCUREF_ENOTOWNER: i32 = -10;
 /// A barrier from inside a callback its owner is running: it would wait for itself.
 /// Nothing waited.
 pub const RCUREF_EINCALLBACK: i32 = -11;
+/// Only with the feature `debug-objects` (Linux's `DEBUG_OBJECTS_RCU_HEAD`): a
+/// `rcuref_call_rcu` whose `arg` a queued callback of the domain already has. Nothing
+/// queued (queueing it twice would free it twice).
+pub const RCUREF_EQUEUED: i32 = -12;
 
 /// Writes a yes/no answer to `*out` and returns `RCUREF_OK`; for an error, writes
 /// false (where `out` is not null) and returns the error. So a caller that forgets the
@@ -114,6 +132,8 @@ fn code(e: Error) -> i32 {
         Error::GaveUp => RCUREF_EGAVEUP,
         Error::NotInSection => RCUREF_ENOTLOCKED,
         Error::TooDeep => RCUREF_ETOODEEP,
+        Error::NoFreeSlot => RCUREF_EFULL,
+        Error::Busy => RCUREF_EQUEUED,
         _ => RCUREF_EINVAL,
     }
 }
@@ -342,19 +362,20 @@ pub struct rcuref_rcu {
     _opaque: [u8; 0],
 }
 
-/// The domains: every slot dedicated, so each is a context's (CPU, thread, interrupt
-/// level) and C code names it by number.
-pub(crate) static RCU: [Rcu<SLOTS>; config::DOMAINS] =
+/// The domains: the first `SLOTS` slots dedicated, so each is a context's (CPU, thread,
+/// interrupt level) and C code names it by number; the `TOKENS` after them free, for
+/// `rcuref_down_read`.
+pub(crate) static RCU: [Domain; config::DOMAINS] =
     [const { Rcu::with_dedicated(SLOTS) }; config::DOMAINS];
 
 /// `d` as one of `RCU`, with its index.
-fn domain(d: *const rcuref_rcu) -> Result<(usize, &'static Rcu<SLOTS>), i32> {
+fn domain(d: *const rcuref_rcu) -> Result<(usize, &'static Domain), i32> {
     if d.is_null() {
         return Err(RCUREF_EINVAL);
     }
     RCU.iter()
         .enumerate()
-        .find(|(_, r)| core::ptr::eq(*r as *const Rcu<SLOTS>, d.cast()))
+        .find(|(_, r)| core::ptr::eq(*r as *const Domain, d.cast()))
         .ok_or(RCUREF_EDOMAIN)
 }
 
@@ -386,14 +407,14 @@ pub(crate) static RUNNING_CALLBACKS: [[AtomicU32; SLOTS]; config::DOMAINS] =
 #[derive(Clone, Copy)]
 pub(crate) struct Ctx {
     pub(crate) index: usize,
-    pub(crate) rcu: &'static Rcu<SLOTS>,
+    pub(crate) rcu: &'static Domain,
     pub(crate) slot: usize,
     pub(crate) owner: usize,
 }
 
 impl Ctx {
     /// The slot's reader.
-    pub(crate) fn reader(&self) -> ContextReader<'static, SLOTS> {
+    pub(crate) fn reader(&self) -> ContextReader<'static, DOMAIN_SLOTS> {
         // SAFETY: every slot is dedicated (`RCU`), and the C caller promised (the module
         // docs) that a slot is used only by its owner's context and the interrupt
         // handlers that preempt it: `context_reader`'s contract. The owner check
@@ -582,7 +603,7 @@ pub unsafe extern "C" fn rcuref_rcu_read_unlock() -> i32 {
 #[no_mangle]
 pub extern "C" fn rcuref_rcu_domain(index: u32) -> *const rcuref_rcu {
     RCU.get(index as usize)
-        .map_or(core::ptr::null(), |r| (r as *const Rcu<SLOTS>).cast())
+        .map_or(core::ptr::null(), |r| (r as *const Domain).cast())
 }
 
 /// How many reader slots each domain has (`RCUREF_FFI_SLOTS`), 0 for a null or
@@ -764,11 +785,11 @@ pub unsafe extern "C" fn rcuref_synchronize(
     }
 }
 
-/// A point in one domain's grace-period sequence (`rcuref_start_poll`), which only that
-/// domain answers: another domain refuses it with `RCUREF_EDOMAIN`, and a value that
-/// without the cookie tag (a zeroed one, say) with `RCUREF_EINVAL`; a forged state
-/// cannot be told from an old one. Copy it as a
-/// whole; its fields are private.
+/// A point in one domain's grace-period sequence (`rcuref_start_poll`,
+/// `rcuref_get_state`, `rcuref_get_completed`), which only that domain answers: another
+/// domain refuses it with `RCUREF_EDOMAIN`, and a value without the cookie tag (a
+/// zeroed one, say) with `RCUREF_EINVAL`; a forged state cannot be told from an old
+/// one. Copy it as a whole; its fields are private.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct rcuref_cookie {
@@ -796,10 +817,49 @@ const _: () = assert!(
     "a cookie names its domain in 16 bits"
 );
 
+/// How many cookies with distinct grace periods that are not done yet one domain can
+/// have at once (Linux's `NUM_ACTIVE_RCU_POLL_OLDSTATE`, which is 2 there): a table of
+/// this many cookies, keeping the newest of each state (`rcuref_same_state`) and
+/// `rcuref_get_completed` in its unused entries, covers every grace period in flight.
+/// The library's `Rcu::ACTIVE_COOKIES` (checked when the library is built). A property
+/// of the algorithm, not of the build's configuration, so it is here rather than in
+/// `rcuref_config.h`: C code that sizes a table with it needs no generated header.
+pub const RCUREF_ACTIVE_COOKIES: u32 = 3;
+
+const _: () = assert!(RCUREF_ACTIVE_COOKIES as usize == Domain::ACTIVE_COOKIES);
+
+/// Writes to `*out` the cookie of `d` that `f` takes.
+///
+/// # Safety
+/// `out` is null or points to a writable `rcuref_cookie`.
+unsafe fn write_cookie(
+    d: *const rcuref_rcu,
+    out: *mut rcuref_cookie,
+    f: impl FnOnce(&'static Domain) -> u32,
+) -> i32 {
+    let (index, rcu) = match domain(d) {
+        Ok(x) => x,
+        Err(e) => return e,
+    };
+    if out.is_null() || !out.is_aligned() {
+        return RCUREF_EINVAL;
+    }
+    let c = rcuref_cookie {
+        state: f(rcu),
+        domain: COOKIE_TAG | index as u32,
+    };
+    // SAFETY: the caller's promise: a writable cookie (aligned: checked).
+    unsafe { out.write(c) };
+    RCUREF_OK
+}
+
 /// Starts a grace period without waiting (`start_poll_synchronize_rcu`): writes a
 /// cookie to `*cookie` that `rcuref_poll` of the same domain answers done once every
 /// section running now has ended. Call it after unpublishing. Never blocks; safe in
 /// interrupt handlers. Returns `RCUREF_OK`, `RCUREF_EINVAL` or `RCUREF_EDOMAIN`.
+///
+/// It starts nothing, unlike Linux's: grace periods are driven by whoever polls or
+/// waits, so this is `rcuref_get_state` under the name Linux callers look for.
 ///
 /// A cookie moved to another core must travel with release/acquire ordering (a lock,
 /// an atomic with those orderings), or it may be answered done too early.
@@ -811,20 +871,50 @@ pub unsafe extern "C" fn rcuref_start_poll(
     d: *const rcuref_rcu,
     cookie: *mut rcuref_cookie,
 ) -> i32 {
-    let (index, rcu) = match domain(d) {
-        Ok(x) => x,
-        Err(e) => return e,
-    };
-    if cookie.is_null() || !cookie.is_aligned() {
-        return RCUREF_EINVAL;
-    }
-    let c = rcuref_cookie {
-        state: rcu.start_poll().into_raw(),
-        domain: COOKIE_TAG | index as u32,
-    };
-    // SAFETY: the caller's promise: a writable cookie (aligned: checked).
-    unsafe { cookie.write(c) };
-    RCUREF_OK
+    // SAFETY: the caller's promise.
+    unsafe { write_cookie(d, cookie, |rcu| rcu.start_poll().into_raw()) }
+}
+
+/// Writes to `*out` a cookie for the grace period that covers every section running
+/// now, without starting one (Linux's `get_state_synchronize_rcu`): the same cookie as
+/// `rcuref_start_poll`, which starts nothing either. Never blocks; safe in interrupt
+/// handlers. Returns as `rcuref_start_poll`.
+///
+/// # Safety
+/// `out` is null or points to a writable `rcuref_cookie`.
+#[no_mangle]
+pub unsafe extern "C" fn rcuref_get_state(d: *const rcuref_rcu, out: *mut rcuref_cookie) -> i32 {
+    // SAFETY: the caller's promise.
+    unsafe { write_cookie(d, out, |rcu| rcu.get_state().into_raw()) }
+}
+
+/// Writes to `*out` a cookie of `d` that is always done (Linux's
+/// `get_completed_synchronize_rcu`), for the "nothing to wait for" entries of a table
+/// of cookies: `rcuref_poll` answers it done at once, however far the grace periods
+/// go, and `rcuref_cond_synchronize` returns at once. It is still `d`'s: another domain
+/// refuses it (`RCUREF_EDOMAIN`), as any cookie. Never blocks; safe in interrupt
+/// handlers. Returns as `rcuref_start_poll`.
+///
+/// # Safety
+/// `out` is null or points to a writable `rcuref_cookie`.
+#[no_mangle]
+pub unsafe extern "C" fn rcuref_get_completed(
+    d: *const rcuref_rcu,
+    out: *mut rcuref_cookie,
+) -> i32 {
+    // SAFETY: the caller's promise.
+    unsafe { write_cookie(d, out, |rcu| rcu.completed().into_raw()) }
+}
+
+/// Whether two cookies name the same grace period of the same domain (Linux's
+/// `same_state_synchronize_rcu`, which has no domain to compare): two cookies taken
+/// with no step of the grace period between them, or two completed cookies
+/// (`rcuref_get_completed`) of one domain. False when either is not a cookie (no
+/// cookie tag: a zeroed one, say). Never blocks; safe in interrupt handlers.
+#[no_mangle]
+pub extern "C" fn rcuref_same_state(a: rcuref_cookie, b: rcuref_cookie) -> bool {
+    let real = a.domain & 0xFFFF_0000 == COOKIE_TAG && (a.domain & 0xFFFF) < config::DOMAINS as u32;
+    real && a.domain == b.domain && a.state == b.state
 }
 
 /// Whether the cookie's grace period has ended (`poll_state_synchronize_rcu`, and it
@@ -848,10 +938,52 @@ pub unsafe extern "C" fn rcuref_poll(
     unsafe { answer(done, r) }
 }
 
+/// Waits for the cookie's grace period only if it has not ended yet (Linux's
+/// `cond_synchronize_rcu`), from the context `ctx` names, calling `hook` with
+/// `hook_ctx` between attempts: a cookie that is done after one poll (a completed one,
+/// an old one) returns `RCUREF_OK` at once, even from inside a section or an interrupt
+/// handler; otherwise it is `rcuref_synchronize` for that cookie (never from an
+/// interrupt handler). Returns `RCUREF_OK`, `RCUREF_EINVAL` (not a cookie),
+/// `RCUREF_EDOMAIN` (another domain's cookie), and, only when there is something to
+/// wait for, `RCUREF_EINSECTION` and `RCUREF_EGAVEUP` as `rcuref_synchronize`; or an
+/// error of the context.
+///
+/// # Safety
+/// As `rcuref_synchronize`'s.
+#[no_mangle]
+pub unsafe extern "C" fn rcuref_cond_synchronize(
+    ctx: *const rcuref_ctx,
+    cookie: rcuref_cookie,
+    hook: rcuref_wait_hook,
+    hook_ctx: *mut c_void,
+) -> i32 {
+    // SAFETY: the caller's promise.
+    let c = match unsafe { context(ctx) } {
+        Ok(c) => c,
+        Err(e) => return e,
+    };
+    let cookie = match cookie_of(cookie, c.index) {
+        Ok(state) => c.rcu.cookie_from_raw(state),
+        Err(e) => return e,
+    };
+    // The owner's other slots are C's to check (the library sees only this one), and
+    // only when the cookie leaves something to wait for.
+    if c.owner_in_section() && !cookie.poll() {
+        return RCUREF_EINSECTION;
+    }
+    // SAFETY: this function's caller promised `hook_fn`'s condition.
+    let hook = unsafe { hook_fn(hook, hook_ctx) };
+    match c.reader().cond_synchronize(cookie, hook) {
+        Ok(()) => RCUREF_OK,
+        Err(e) => code(e),
+    }
+}
+
 pub use call_rcu::{
     rcuref_call_rcu, rcuref_call_rcu_capacity, rcuref_call_rcu_pending, rcuref_call_rcu_run,
-    rcuref_callback, rcuref_rcu_barrier,
+    rcuref_call_rcu_run_some, rcuref_callback, rcuref_rcu_barrier,
 };
+pub use down_read::{rcuref_down_read, rcuref_read_token, rcuref_up_read};
 pub use pool::{
     rcuref_pool, rcuref_pool_alloc, rcuref_pool_destroy, rcuref_pool_get, rcuref_pool_init,
     rcuref_pool_lookup, rcuref_pool_node, rcuref_pool_publish, rcuref_pool_put,

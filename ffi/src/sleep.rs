@@ -4,7 +4,7 @@
 //! (`Waiting::sleep`, `Rcu::set_wake_hook`); what is here is C's own: the function
 //! pointers, per domain.
 
-use crate::{domain, rcuref_rcu, RCU, RCUREF_EINVAL, RCUREF_OK, SLOTS};
+use crate::{domain, rcuref_rcu, Domain, RCU, RCUREF_EINVAL, RCUREF_OK};
 use core::ffi::c_void;
 use portable_atomic::{AtomicPtr, AtomicU32, Ordering::*};
 use rcuref::rcu::Waiting;
@@ -105,7 +105,7 @@ pub(crate) fn between_attempts<const N: usize>(w: &Waiting<'_, '_, N>) {
     let domain = w.cookie().domain() as *const rcuref::rcu::Rcu<N>;
     let Some(i) = RCU
         .iter()
-        .position(|r| core::ptr::eq(r as *const rcuref::rcu::Rcu<SLOTS>, domain.cast()))
+        .position(|r| core::ptr::eq(r as *const Domain, domain.cast()))
     else {
         return;
     };

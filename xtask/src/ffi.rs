@@ -7,7 +7,10 @@
 //!    function, every error code), `ceiling.c` (nesting to a slot's ceiling), `torture.c` and `pool_torture.c` plain and under
 //!    ThreadSanitizer, their broken variants (which must be caught), and docs/c-api.md's
 //!    example under
-//!    AddressSanitizer; the header also compiles as C++, alone and beside the standard
+//!    AddressSanitizer; `debug_objects.c` (a callback's `arg` queued twice is refused)
+//!    against a host archive built with the feature `debug-objects`, and against the
+//!    plain one, where the double queue must go through (its negative control); the
+//!    header also compiles as C++, alone and beside the standard
 //!    headers, and the example with -Werror for each embedded core (not with
 //!    `--host-only`);
 //! 4. a C firmware runs in QEMU through the runner, built with arm-none-eabi-gcc for a
@@ -91,8 +94,59 @@ fn build_lib(target: Option<&str>) -> Result<(), String> {
     run(&mut c).map(|_| ())
 }
 
+/// The target directory of the host archive with the feature `debug-objects`: its own,
+/// so the plain archive in `target/ffi/` that the other checks link stays plain.
+const DEBUG_OBJECTS_TARGET: &str = "target/ffi-debug-objects";
+
+/// The host archive with the feature `debug-objects`, in `DEBUG_OBJECTS_TARGET/ffi/`.
+fn build_debug_objects_lib(root: &Path) -> Result<(), String> {
+    run(Command::new("cargo").current_dir(root).args([
+        "build",
+        "-q",
+        "-p",
+        "rcuref-ffi",
+        "--profile",
+        "ffi",
+        "--features",
+        "debug-objects",
+        "--target-dir",
+        DEBUG_OBJECTS_TARGET,
+    ]))
+    .map(|_| ())
+}
+
+/// Runs `bin`, which must exit with `status` (a negative control's way of saying that
+/// it saw what it looks for, not that it failed to build or crashed).
+fn exec_expecting(bin: &Path, status: i32) -> Result<(), String> {
+    let out = Command::new(bin)
+        .output()
+        .map_err(|e| format!("{}: {e}", bin.display()))?;
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    print!("{}", indent(&text));
+    match out.status.code() {
+        Some(s) if s == status => Ok(()),
+        _ => Err(format!(
+            "{} exited with {}, not {status}",
+            bin.display(),
+            out.status
+        )),
+    }
+}
+
 /// gcc `sources` with the header and the host archive into `out`, with `extra` flags.
 fn cc(root: &Path, sources: &[&str], out: &Path, extra: &[&str]) -> Result<(), String> {
+    cc_with(root, &root.join("target/ffi"), sources, out, extra)
+}
+
+/// As [`cc`], with the archive (and its `rcuref_config.h`) in `lib_dir`.
+fn cc_with(
+    root: &Path,
+    lib_dir: &Path,
+    sources: &[&str],
+    out: &Path,
+    extra: &[&str],
+) -> Result<(), String> {
     let c_dir = root.join("ffi/tests/c");
     let mut c = Command::new("gcc");
     c.args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-g"])
@@ -103,11 +157,11 @@ fn cc(root: &Path, sources: &[&str], out: &Path, extra: &[&str]) -> Result<(), S
         .arg(&c_dir)
         // rcuref_config.h, written beside the archive by ffi/build.rs.
         .arg("-I")
-        .arg(root.join("target/ffi"));
+        .arg(lib_dir);
     for s in sources {
         c.arg(c_dir.join(s));
     }
-    c.arg(root.join("target/ffi/librcuref_ffi.a"))
+    c.arg(lib_dir.join("librcuref_ffi.a"))
         .args(["-lpthread", "-o"])
         .arg(out);
     run(&mut c).map(|_| ())
@@ -474,6 +528,31 @@ pub fn check(targets: &[&str], host_only: bool) -> Result<(), String> {
             &["-O1", "-fsanitize=address", "-fno-omit-frame-pointer"],
         )
         .and_then(|_| exec(&bin.join("example"), &[])),
+    );
+    let debug_lib = root.join(DEBUG_OBJECTS_TARGET).join("ffi");
+    t.check(
+        "debug_objects.c: with feature debug-objects, an arg queued twice is refused",
+        build_debug_objects_lib(&root)
+            .and_then(|_| {
+                cc_with(
+                    &root,
+                    &debug_lib,
+                    &["debug_objects.c"],
+                    &bin.join("debug_objects"),
+                    &["-O2"],
+                )
+            })
+            .and_then(|_| exec(&bin.join("debug_objects"), &[])),
+    );
+    t.check(
+        "debug_objects.c, negative control: the plain archive queues it twice, must be caught",
+        cc(
+            &root,
+            &["debug_objects.c"],
+            &bin.join("debug_objects-plain"),
+            &["-O2"],
+        )
+        .and_then(|_| exec_expecting(&bin.join("debug_objects-plain"), 3)),
     );
     for fw in FIRMWARE
         .iter()

@@ -370,8 +370,8 @@ fn test(args: &[String]) -> Result<(), String> {
     run.cargo(
         "ffi: the C API: header current, static library for the host and every target, \
          the C suite (api, torture plain / TSan / its broken control, the C page's example \
-         under ASan), a C firmware in QEMU and its broken control, the FreeRTOS example \
-         on mps2-an385/an386 and its broken control",
+         under ASan, debug-objects and its control), a C firmware in QEMU and its broken \
+         control, the FreeRTOS example on mps2-an385/an386 and its broken control",
         Expect::Tests(if host_only {
             FFI_CHECKS_HOST
         } else {
@@ -837,10 +837,12 @@ const INJECTION_TESTS: u64 = 55;
 const ASYMMETRIC_TESTS: u64 = 48;
 /// `cargo xtask ffi --host-only`'s checks: header, the C page's copy, the host library,
 /// (3), a static library per embedded target (7), api.c,
-/// ceiling.c, sleep.c and its control, the two C tortures and their two controls, two under TSan, the example
-/// under ASan (9), the header as C++ alone and on either side of the standard headers
+/// ceiling.c, sleep.c and its control (2), the two C tortures and their two controls,
+/// two under TSan, the example under ASan (9), debug_objects.c on the debug-objects
+/// archive and its control on the plain one (2), the header as C++ alone and on either
+/// side of the standard headers
 /// (3).
-const FFI_CHECKS_HOST: u64 = 24;
+const FFI_CHECKS_HOST: u64 = 26;
 /// With QEMU: the C firmware and its broken control on each of its two targets (4), the
 /// FreeRTOS example and its broken control on mps2-an385 and mps2-an386 (4), and the C
 /// page's example built with each of the six embedded C compilers' flags (6).

@@ -5,6 +5,7 @@
 #include "rcuref.h"
 #include "check.h"
 #include "rcuref_config.h" /* beside the archive: the build's configuration */
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +49,14 @@ static void barrier_inside(void *arg)
 	(void)arg;
 	barrier_in_callback = rcuref_rcu_barrier(barrier_ctx, give_up_after, &inner_limit);
 	close_in_callback = rcuref_ctx_close(barrier_ctx);
+}
+
+/* Another context that ends a read section a token of main's began (srcu_up_read). */
+static void *end_token(void *token)
+{
+	static int32_t r;
+	r = rcuref_up_read(token);
+	return &r;
 }
 
 /* The current-context function of `rcuref_rcu_read_lock()`. */
@@ -256,6 +265,136 @@ int main(void)
 	CHECK(rcuref_synchronize(&forged, NULL, NULL) == RCUREF_ERANGE);
 	CHECK(rcuref_synchronize(NULL, NULL, NULL) == RCUREF_EINVAL);
 
+	/* Linux's polled contract: get_state, the completed cookie, same_state,
+	 * cond_synchronize, NUM_ACTIVE_RCU_POLL_OLDSTATE. */
+	_Static_assert(RCUREF_ACTIVE_COOKIES == 3, "three grace periods in flight at most");
+	rcuref_cookie s1, s2, done1, done2, done_d1;
+	CHECK(rcuref_get_state(d, &s1) == RCUREF_OK);
+	CHECK(rcuref_start_poll(d, &s2) == RCUREF_OK);
+	CHECK(rcuref_same_state(s1, s2)); /* nothing stepped between: the same cookie */
+	CHECK(rcuref_get_completed(d, &done1) == RCUREF_OK);
+	CHECK(rcuref_get_completed(d, &done2) == RCUREF_OK);
+	CHECK(rcuref_get_completed(d1, &done_d1) == RCUREF_OK);
+	CHECK(rcuref_same_state(done1, done2));
+	CHECK(!rcuref_same_state(done1, s1));
+	CHECK(!rcuref_same_state(done1, done_d1)); /* another domain's */
+	CHECK(!rcuref_same_state(zeroed, zeroed)); /* not cookies */
+	CHECK(rcuref_get_state(d, NULL) == RCUREF_EINVAL);
+	CHECK(rcuref_get_completed(d, NULL) == RCUREF_EINVAL);
+	CHECK(rcuref_get_state(foreign, &s1) == RCUREF_EDOMAIN);
+	CHECK(rcuref_get_completed(foreign, &s1) == RCUREF_EDOMAIN);
+	CHECK(rcuref_get_completed(NULL, &s1) == RCUREF_EINVAL);
+	done = true;
+	CHECK(rcuref_poll(d1, done1, &done) == RCUREF_EDOMAIN && !done); /* still d's */
+	CHECK(rcuref_read_lock(&c1) == RCUREF_OK); /* owner 2 reads: nothing ends */
+	CHECK(rcuref_get_state(d, &s1) == RCUREF_OK);
+	CHECK(rcuref_poll(d, s1, &done) == RCUREF_OK && !done);
+	CHECK(rcuref_poll(d, done1, &done) == RCUREF_OK && done); /* always done */
+	/* However many cookies are taken and polled while a reader holds the grace
+	 * period up, at most RCUREF_ACTIVE_COOKIES distinct ones are not done. */
+	rcuref_cookie active[8];
+	int distinct = 0;
+	for (int i = 0; i < 20; i++) {
+		rcuref_cookie k;
+		CHECK(rcuref_get_state(d, &k) == RCUREF_OK);
+		CHECK(rcuref_poll(d, k, &done) == RCUREF_OK && !done);
+		int seen = 0;
+		for (int j = 0; j < distinct; j++)
+			seen |= rcuref_same_state(active[j], k);
+		if (!seen && distinct < 8)
+			active[distinct++] = k;
+	}
+	CHECK(distinct >= 1 && distinct <= RCUREF_ACTIVE_COOKIES);
+	/* cond_synchronize waits only when there is something to wait for: inside its
+	 * own section, or its owner's on another slot, a done cookie returns at once and
+	 * a pending one is refused. */
+	CHECK(rcuref_read_lock(&c0) == RCUREF_OK);
+	CHECK(rcuref_cond_synchronize(&c0, s1, NULL, NULL) == RCUREF_EINSECTION);
+	CHECK(rcuref_cond_synchronize(&c0, done1, NULL, NULL) == RCUREF_OK);
+	CHECK(rcuref_read_unlock(&c0) == RCUREF_OK);
+	CHECK(rcuref_read_lock(&c3) == RCUREF_OK);
+	limit = 1000; /* a regression gives up (EGAVEUP) instead of hanging */
+	CHECK(rcuref_cond_synchronize(&c4, s1, give_up_after, &limit) == RCUREF_EINSECTION);
+	CHECK(rcuref_cond_synchronize(&c4, done1, give_up_after, &limit) == RCUREF_OK);
+	CHECK(rcuref_read_unlock(&c3) == RCUREF_OK);
+	limit = 3; /* slot 1 still reads: the wait gives up */
+	CHECK(rcuref_cond_synchronize(&c0, s1, give_up_after, &limit) == RCUREF_EGAVEUP);
+	/* Cookie checks come first, as rcuref_poll's. */
+	CHECK(rcuref_cond_synchronize(&c0, done_d1, NULL, NULL) == RCUREF_EDOMAIN);
+	CHECK(rcuref_cond_synchronize(&c0, zeroed, NULL, NULL) == RCUREF_EINVAL);
+	CHECK(rcuref_cond_synchronize(NULL, s1, NULL, NULL) == RCUREF_EINVAL);
+	CHECK(rcuref_cond_synchronize(&forged, s1, NULL, NULL) == RCUREF_ERANGE);
+	CHECK(rcuref_read_unlock(&c1) == RCUREF_OK);
+	CHECK(rcuref_cond_synchronize(&c0, s1, NULL, NULL) == RCUREF_OK); /* waited */
+	CHECK(rcuref_poll(d, s1, &done) == RCUREF_OK && done);
+	CHECK(rcuref_read_lock(&c0) == RCUREF_OK); /* an old cookie: nothing to wait for */
+	CHECK(rcuref_cond_synchronize(&c0, s1, NULL, NULL) == RCUREF_OK);
+	CHECK(rcuref_read_unlock(&c0) == RCUREF_OK);
+	for (int i = 0; i < 3; i++) /* the completed cookie stays done */
+		CHECK(rcuref_synchronize(&c0, NULL, NULL) == RCUREF_OK);
+	CHECK(rcuref_poll(d, done1, &done) == RCUREF_OK && done);
+
+	/* Sections another context ends (srcu_down_read/srcu_up_read): a slot of their
+	 * own each, beside the contexts' (which all stay open). */
+	_Static_assert(RCUREF_FFI_TOKENS >= 2, "api.c uses two tokens");
+	rcuref_read_token t1, t1_copy, t2, stale, toks[RCUREF_FFI_TOKENS];
+	CHECK(rcuref_down_read(d, &t1) == RCUREF_OK);
+	CHECK(rcuref_get_state(d, &s1) == RCUREF_OK);
+	CHECK(rcuref_poll(d, s1, &done) == RCUREF_OK && !done); /* the token reads */
+	limit = 3;
+	CHECK(rcuref_synchronize(&c0, give_up_after, &limit) == RCUREF_EGAVEUP);
+	CHECK(rcuref_read_lock(&c0) == RCUREF_OK); /* a context's section beside it */
+	CHECK(rcuref_read_unlock(&c0) == RCUREF_OK);
+	/* Handed to another thread, which ends it. */
+	t1_copy = t1;
+	pthread_t ender;
+	void *ended = NULL;
+	CHECK(pthread_create(&ender, NULL, end_token, &t1_copy) == 0);
+	CHECK(pthread_join(ender, &ended) == 0);
+	CHECK(ended && *(int32_t *)ended == RCUREF_OK);
+	CHECK(rcuref_up_read(&t1_copy) == RCUREF_ENOTLOCKED); /* marked ended */
+	CHECK(rcuref_up_read(&t1) == RCUREF_ENOTLOCKED); /* a copy: caught too */
+	CHECK(rcuref_cond_synchronize(&c0, s1, NULL, NULL) == RCUREF_OK);
+	/* Counted: RCUREF_FFI_TOKENS per domain, each domain its own. */
+	for (unsigned i = 0; i < RCUREF_FFI_TOKENS; i++)
+		CHECK(rcuref_down_read(d, &toks[i]) == RCUREF_OK);
+	CHECK(rcuref_down_read(d, &t2) == RCUREF_EFULL);
+	CHECK(rcuref_down_read(d1, &t2) == RCUREF_OK);
+	CHECK(rcuref_up_read(&t2) == RCUREF_OK);
+	/* A stale copy does not end the section that reuses its place. */
+	stale = toks[0];
+	CHECK(rcuref_up_read(&toks[0]) == RCUREF_OK);
+	CHECK(rcuref_down_read(d, &t2) == RCUREF_OK); /* the free place again */
+	CHECK(rcuref_up_read(&stale) == RCUREF_ENOTLOCKED);
+	for (unsigned i = 1; i < RCUREF_FFI_TOKENS; i++)
+		CHECK(rcuref_up_read(&toks[i]) == RCUREF_OK);
+	CHECK(rcuref_get_state(d, &s1) == RCUREF_OK);
+	CHECK(rcuref_poll(d, s1, &done) == RCUREF_OK && !done); /* t2 still reads */
+	CHECK(rcuref_up_read(&t2) == RCUREF_OK);
+	CHECK(rcuref_cond_synchronize(&c0, s1, NULL, NULL) == RCUREF_OK);
+	CHECK(rcuref_rcu_slots(d) == RCUREF_FFI_SLOTS); /* the contexts' count */
+	/* Errors. */
+	CHECK(rcuref_down_read(NULL, &t2) == RCUREF_EINVAL);
+	CHECK(rcuref_down_read(foreign, &t2) == RCUREF_EDOMAIN);
+	CHECK(rcuref_down_read(d, NULL) == RCUREF_EINVAL);
+	CHECK(rcuref_down_read(d, (rcuref_read_token *)((uintptr_t)ctx_storage + 1)) ==
+	      RCUREF_EINVAL);
+	rcuref_read_token zero_token = {0};
+	CHECK(rcuref_up_read(&zero_token) == RCUREF_EINVAL); /* not a token */
+	CHECK(rcuref_up_read(NULL) == RCUREF_EINVAL);
+	CHECK(rcuref_down_read(d, &t2) == RCUREF_OK);
+	rcuref_read_token forged_token = t2;
+	forged_token.domain |= 0xFFFF; /* no such domain */
+	CHECK(rcuref_up_read(&forged_token) == RCUREF_EDOMAIN);
+	forged_token = t2;
+	forged_token.seq++; /* not a section's */
+	CHECK(rcuref_up_read(&forged_token) == RCUREF_EINVAL);
+	forged_token = t2;
+	forged_token.place = RCUREF_FFI_TOKENS; /* no such place */
+	CHECK(rcuref_up_read(&forged_token) == RCUREF_EINVAL);
+	CHECK(rcuref_up_read(&t2) == RCUREF_OK); /* the real one still ends it */
+	CHECK(rcuref_synchronize(&c0, NULL, NULL) == RCUREF_OK);
+
 	/* call_rcu: bounded, run after a grace period, barrier. */
 	uint32_t cap = rcuref_call_rcu_capacity(d);
 	CHECK(cap >= 1);
@@ -291,6 +430,35 @@ int main(void)
 	CHECK(barrier_in_callback == RCUREF_EINCALLBACK);
 	CHECK(close_in_callback == RCUREF_EINSECTION);
 	CHECK(rcuref_rcu_barrier(&c0, NULL, NULL) == RCUREF_OK); /* outside: fine */
+	/* A budgeted run (the limit of callbacks one softirq invokes). */
+	hits = 0;
+	for (int i = 0; i < 5; i++)
+		CHECK(rcuref_call_rcu(d, count_call, &hits) == RCUREF_OK);
+	CHECK(rcuref_synchronize(&c0, NULL, NULL) == RCUREF_OK); /* all five due */
+	uint32_t left = 99;
+	CHECK(rcuref_call_rcu_run_some(&c0, 2, &left) == 2 && left == 3 && hits == 2);
+	CHECK(rcuref_call_rcu_run_some(&c0, 0, &left) == 0 && left == 3); /* counts only */
+	CHECK(rcuref_call_rcu_run_some(&c0, 10, NULL) == 3 && hits == 5);
+	left = 99;
+	CHECK(rcuref_call_rcu_run_some(&c0, 10, &left) == 0 && left == 0);
+	CHECK(rcuref_read_lock(&c1) == RCUREF_OK); /* not due: left, not run */
+	CHECK(rcuref_call_rcu(d, count_call, &hits) == RCUREF_OK);
+	CHECK(rcuref_call_rcu_run_some(&c0, 10, &left) == 0 && left == 1);
+	CHECK(rcuref_read_unlock(&c1) == RCUREF_OK);
+	CHECK(rcuref_synchronize(&c0, NULL, NULL) == RCUREF_OK);
+	CHECK(rcuref_call_rcu_run_some(&c0, 10, &left) == 1 && left == 0 && hits == 6);
+	left = 99;
+	CHECK(rcuref_call_rcu_run_some(NULL, 1, &left) == RCUREF_EINVAL && left == 0);
+	CHECK(rcuref_call_rcu_run_some(&forged, 1, NULL) == RCUREF_ERANGE);
+	CHECK(rcuref_call_rcu_run_some(&c0, 1, (uint32_t *)((uintptr_t)ctx_storage + 1)) ==
+	      RCUREF_EINVAL);
+	/* Its callbacks are its owner's: a barrier from one is refused. */
+	barrier_in_callback = close_in_callback = 1;
+	CHECK(rcuref_call_rcu(d, barrier_inside, NULL) == RCUREF_OK);
+	CHECK(rcuref_synchronize(&c1, NULL, NULL) == RCUREF_OK);
+	CHECK(rcuref_call_rcu_run_some(&c0, 1, &left) == 1 && left == 0);
+	CHECK(barrier_in_callback == RCUREF_EINCALLBACK);
+	CHECK(close_in_callback == RCUREF_EINSECTION);
 	CHECK(rcuref_ctx_close(&c1) == RCUREF_OK);
 
 	/* The pool: caller storage, a node per object, errors. */
