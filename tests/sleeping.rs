@@ -133,10 +133,19 @@ fn nobody_asleep_no_wake() {
     });
     t.join().unwrap();
     drop(g);
+    // Its announcement stays (the next unlock takes it back): one wake, then none.
     assert_eq!(
         BELL.wakes.load(SeqCst),
-        before,
-        "a panicked sleep left its announcement"
+        before + 1,
+        "a panicked sleep's wake"
+    );
+    for _ in 0..1000 {
+        drop(r.lock());
+    }
+    assert_eq!(
+        BELL.wakes.load(SeqCst),
+        before + 1,
+        "unlocks kept waking nobody"
     );
 }
 

@@ -169,12 +169,14 @@ fn hand_on(state: &AtomicU32, to: u32) {
 }
 
 /// Frees a RUNNING place when dropped: after the callback returned, or while a panic
-/// in it unwinds (the callback counts as run; the place is not lost).
-struct FreeOnDrop<'a>(&'a AtomicU32);
+/// in it unwinds (the callback counts as run; the place is not lost). A barrier that
+/// sleeps waiting for it is woken as an unlock would wake it.
+struct FreeOnDrop<'a, const N: usize>(&'a AtomicU32, &'a Rcu<N>);
 
-impl Drop for FreeOnDrop<'_> {
+impl<const N: usize> Drop for FreeOnDrop<'_, N> {
     fn drop(&mut self) {
         hand_on(self.0, FREE);
+        self.1.wake_sleepers();
     }
 }
 
@@ -383,6 +385,11 @@ impl<'d, C, const M: usize, const N: usize> CallQueue<'d, C, M, N> {
             // value is initialised and ours alone; it is read once, and the place is
             // freed (the value then counts as uninitialised) without reading it again.
             let callback = p.value.with(|v| unsafe { (*v).assume_init_read() });
+            // The key leaves the queue with the callback, before it runs: a callback may
+            // queue its own key again, and a free place never shows an old key (the
+            // review of the debug aids: both were refused as queued twice).
+            #[cfg(feature = "debug-callbacks")]
+            p.key.store(0, Relaxed);
             if mutant!(CallFreeBeforeRun) {
                 // The bug: a barrier that sees FREE returns while the callback still runs.
                 hand_on(&p.state, FREE);
@@ -390,7 +397,7 @@ impl<'d, C, const M: usize, const N: usize> CallQueue<'d, C, M, N> {
                 r.ran += 1;
                 continue;
             }
-            let _free = FreeOnDrop(&p.state);
+            let _free = FreeOnDrop(&p.state, self.rcu);
             last_run = Some(at);
             run(callback);
             r.ran += 1;
@@ -450,7 +457,10 @@ impl<'d, C, const M: usize, const N: usize> CallQueue<'d, C, M, N> {
                 return Ok(ran);
             }
             attempts = attempts.saturating_add(1);
-            if hook(&Waiting::new(&gp, attempts)).is_break() {
+            // What is left is other contexts' runs: a sleeping hook sleeps until one
+            // frees its place (which wakes it), not on the grace period, which is over.
+            let over = || self.pass(Some(limit), 0, &mut |_| {}).left == 0;
+            if hook(&Waiting::until(&gp, attempts, &over)).is_break() {
                 return Err(Error::GaveUp);
             }
             core::hint::spin_loop();

@@ -21,10 +21,12 @@ pub struct Rcu<const N: usize> {
     // * `stepping[h]` counts the contexts inside `advance` whose snapshot of `gp` lies in
     //   half `h` of the range; `gp` never enters half `h` while it is non-zero, so no
     //   snapshot survives a whole lap (the lap guard).
-    // * `sleepers` counts the waits that have announced they may sleep
-    //   (`Waiting::sleep`) and not yet withdrawn; `wake` is null or a `fn()` the binary
-    //   installed (`set_wake_hook`). Nothing about safety depends on either: they only
-    //   decide how soon a sleeping wait runs again.
+    // * `sleepers` is 1 from a wait's announcement that it may sleep
+    //   (`Waiting::sleep`) until an unlock takes it back to 0 to call the wake hook
+    //   (once for every wait asleep: the hook wakes them all, and each announces again
+    //   before it sleeps again); `wake` is null or a `fn()` the binary installed
+    //   (`set_wake_hook`). Nothing about safety depends on either: they only decide how
+    //   soon a sleeping wait runs again.
     // * `phase` is 0 or 1: the phase outermost locks record. Wait steps set it to
     //   `phase(g)` when it differs, so it changes twice per grace period. Nothing about
     //   safety depends on its value (module docs, "The phase word"), only how soon waits
@@ -55,7 +57,8 @@ pub struct Rcu<const N: usize> {
 /// and whether a wait sleeps (one cache line where padding is on).
 pub(super) struct ReadMostly {
     pub(super) phase: AtomicU32,
-    /// Waits that may be sleeping now (`Waiting::sleep`).
+    /// 1 while a wait may be asleep and no unlock has called the wake hook for it yet
+    /// (`Waiting::sleep`).
     pub(super) sleepers: AtomicU32,
     /// Null, or the `fn()` that wakes this domain's sleeping waits (`set_wake_hook`).
     pub(super) wake: crate::sync::AtomicPtr<()>,
@@ -97,6 +100,12 @@ impl<const N: usize> Rcu<N> {
     #[cold]
     #[inline(never)]
     fn call_wake_hook(&self) {
+        // Take the announcement back first: only one unlock calls the hook for it
+        // (the others, and the unlocks of sections the hook itself runs, find 0: a
+        // hook that reads the domain does not re-enter itself; the review's finding 1).
+        if self.phase.0.sleepers.swap(0, Acquire) == 0 {
+            return;
+        }
         let p = self.phase.0.wake.load(Acquire);
         if !p.is_null() {
             // SAFETY: `wake` only ever holds null or a pointer made from a `fn()` in
@@ -107,16 +116,10 @@ impl<const N: usize> Rcu<N> {
         }
     }
 
-    /// Announces a wait that may sleep (`Waiting::sleep`); `false` undoes it.
-    pub(super) fn sleeping(&self, yes: bool) {
-        if yes {
-            self.phase
-                .0
-                .sleepers
-                .fetch_add(1, crate::sync::Ordering::SeqCst);
-        } else {
-            self.phase.0.sleepers.fetch_sub(1, Release);
-        }
+    /// Announces a wait that may sleep (`Waiting::sleep`): the next outermost unlock
+    /// calls the wake hook.
+    pub(super) fn announce_sleep(&self) {
+        self.phase.0.sleepers.swap(1, crate::sync::Ordering::SeqCst);
     }
 
     const_fn! {

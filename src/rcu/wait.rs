@@ -152,10 +152,7 @@ pub(crate) fn until_done<const N: usize>(
     let mut attempts = 0u32;
     while !cookie.poll_as(attempts < PATIENCE) {
         attempts = attempts.saturating_add(1);
-        let w = Waiting {
-            cookie: &cookie,
-            attempts,
-        };
+        let w = Waiting::new(&cookie, attempts);
         if hook(&w).is_break() {
             return Err(Error::GaveUp);
         }
@@ -169,13 +166,34 @@ pub(crate) fn until_done<const N: usize>(
 pub struct Waiting<'c, 'd, const N: usize> {
     cookie: &'c GpCookie<'d, N>,
     attempts: u32,
+    /// What the wait waits for when it is not the cookie's grace period (a barrier
+    /// waiting for callbacks that other contexts are running): whether it is over.
+    until: Option<&'c dyn Fn() -> bool>,
 }
 
 impl<'c, 'd, const N: usize> Waiting<'c, 'd, N> {
     /// The state shown to a hook after `attempts` failed attempts of a wait for
     /// `cookie` (or, in a barrier, for what ran after it).
     pub(crate) fn new(cookie: &'c GpCookie<'d, N>, attempts: u32) -> Self {
-        Waiting { cookie, attempts }
+        Waiting {
+            cookie,
+            attempts,
+            until: None,
+        }
+    }
+
+    /// The state shown to a hook of a wait, after the cookie's grace period, for
+    /// something else: `done` says whether that is over (a sleep re-checks it).
+    pub(crate) fn until(
+        cookie: &'c GpCookie<'d, N>,
+        attempts: u32,
+        done: &'c dyn Fn() -> bool,
+    ) -> Self {
+        Waiting {
+            cookie,
+            attempts,
+            until: Some(done),
+        }
     }
 
     /// The grace period being waited for.
@@ -197,40 +215,42 @@ impl<'c, 'd, const N: usize> Waiting<'c, 'd, N> {
 
     /// Sleeps through `sleep` unless the grace period ends first: announces this wait
     /// in the domain, polls once more, and calls `sleep` only if the grace period still
-    /// has not ended. A reader whose outermost unlock finds a wait announced calls the
-    /// domain's wake hook ([`Rcu::set_wake_hook`](super::Rcu::set_wake_hook)), which
-    /// should make `sleep` return; the wait then polls again. For a writer that shares
-    /// its core with the readers it waits for (more tasks than cores, a priority
-    /// scheduler): it gives them the core instead of polling.
+    /// has not ended. The next reader's outermost unlock calls the domain's wake hook
+    /// ([`Rcu::set_wake_hook`](super::Rcu::set_wake_hook)), which should make `sleep`
+    /// return; the wait then polls again. For a writer that shares its core with the
+    /// readers it waits for (more tasks than cores, a priority scheduler): it gives them
+    /// the core instead of polling.
     ///
-    /// **`sleep` must also return after a bound of its own** (a timeout: a tick, a
-    /// millisecond): in the default mode a reader's unlock can miss the announcement in
-    /// a window of a few instructions (nothing orders the unlock's store before its
-    /// load of the announcement; a fence there would cost every unlock), and the wait
-    /// then sleeps out that bound. With `--cfg rcuref_asymmetric_fence` the
-    /// announcement is followed by a heavy fence and no wake-up is missed (litmus
-    /// `asym-wake-after-unlock`); on one core
-    /// (`--cfg rcuref_unsafe_assume_single_core`) none can be either.
+    /// Two duties of `sleep`:
+    /// * **It must return at once for a wake that came after this call began**, even
+    ///   one that came before `sleep` started (the unlock may run between the poll and
+    ///   the sleep): wait on something that remembers, an RTOS task notification or
+    ///   semaphore, a `wfe` (the event register), a generation number read before this
+    ///   call (`std_sleeping` does that), not a bare condition variable.
+    /// * **It must also return after a bound of its own** (a timeout: a tick, a
+    ///   millisecond): in the default mode a reader's unlock can miss the announcement
+    ///   in a window of a few instructions (nothing orders the unlock's store before its
+    ///   load of the announcement; a fence there would cost every unlock), and the wait
+    ///   then sleeps out that bound. With `--cfg rcuref_asymmetric_fence` the
+    ///   announcement is followed by a heavy fence and no wake-up is missed (litmus
+    ///   `asym-wake-after-unlock-*`); on one core
+    ///   (`--cfg rcuref_unsafe_assume_single_core`) none can be either.
     pub fn sleep(&self, sleep: impl FnOnce()) {
         let rcu = self.cookie.rcu;
-        /// Withdraws the announcement when dropped (also if `sleep` panics).
-        struct Withdraw<'a, const N: usize>(&'a super::Rcu<N>);
-        impl<const N: usize> Drop for Withdraw<'_, N> {
-            fn drop(&mut self) {
-                self.0.sleeping(false);
-            }
-        }
-        rcu.sleeping(true);
-        let _withdraw = Withdraw(rcu);
+        rcu.announce_sleep();
         // The announcement before the poll's scan, against a reader's unlock store
         // before its load of the announcement (store buffering): the heavy fence makes
         // the reader's core order the two, so either the scan sees the unlock or the
         // unlock sees the announcement.
         #[cfg(all(rcuref_asymmetric_fence, not(loom)))]
         super::heavy::heavy_fence();
-        if !self.cookie.poll() {
-            sleep();
+        if self.until.is_some_and(|done| done()) {
+            return;
         }
+        if self.until.is_none() && self.cookie.poll() {
+            return;
+        }
+        sleep();
     }
 }
 
@@ -300,45 +320,55 @@ pub fn forever<const N: usize>(
     }
 }
 
-/// Sleeps and wakes for hosted programs (feature `std`): one condition variable for the
-/// process, every domain's wake notifies all sleepers (they re-check their own grace
-/// period). Not from signal handlers (the wake takes a mutex).
+/// Sleeps and wakes for hosted programs (feature `std`): one generation number and one
+/// condition variable for the process; every domain's wake moves the number on and
+/// notifies every sleeper (they re-check their own grace periods).
 #[cfg(all(feature = "std", not(loom)))]
 mod std_sleep {
-    use super::{sleeping, ControlFlow, Waiting};
+    use super::{ControlFlow, Waiting};
+    use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
     use std::sync::{Condvar, Mutex};
     use std::time::Duration;
 
-    static WAKES: Mutex<u64> = Mutex::new(0);
+    static WAKES: AtomicU64 = AtomicU64::new(0);
+    static LOCK: Mutex<()> = Mutex::new(());
     static WOKEN: Condvar = Condvar::new();
 
-    /// How long a sleeping wait sleeps at most (the bound on a missed wake-up).
+    /// How long a sleeping wait sleeps at most (the bound on a missed or late wake-up).
     pub const SLEEP_BOUND: Duration = Duration::from_millis(1);
     /// Attempts a `std_sleeping` wait polls before it sleeps.
     const SPINS: u32 = 64;
 
-    /// The domain wake hook for [`std_sleeping`]: wakes every sleeping wait of the
-    /// process.
+    /// The domain wake hook that [`std_sleeping`] installs: wakes every sleeping wait of
+    /// the process. Never blocks, so a reader in a signal handler may end its section
+    /// (it only tries the lock: when another context holds it, a sleeper may wake up to
+    /// [`SLEEP_BOUND`] late).
     pub fn std_wake() {
-        let mut n = WAKES.lock().unwrap_or_else(|e| e.into_inner());
-        *n = n.wrapping_add(1);
-        WOKEN.notify_all();
+        WAKES.fetch_add(1, SeqCst);
+        if let Ok(_held) = LOCK.try_lock() {
+            WOKEN.notify_all();
+        }
     }
 
     /// A wait hook that polls a few times, then sleeps on a condition variable until a
     /// reader's unlock wakes it, or [`SLEEP_BOUND`] passes. It installs [`std_wake`] as
-    /// the domain's wake hook the first time it sleeps, if the domain has none.
+    /// the domain's wake hook the first time it sleeps, if the domain has none. The
+    /// generation it sleeps on is read before the wait announces itself, so a wake that
+    /// comes between its last poll and its sleep is not lost (the review's finding 2).
     pub fn std_sleeping<const N: usize>() -> impl FnMut(&Waiting<'_, '_, N>) -> ControlFlow<()> {
-        let mut inner = sleeping(SPINS, || {
-            let n = WAKES.lock().unwrap_or_else(|e| e.into_inner());
-            let seen = *n;
-            let _ = WOKEN.wait_timeout_while(n, SLEEP_BOUND, |n| *n == seen);
-        });
         move |w| {
-            if w.attempts() == SPINS + 1 {
-                w.cookie().domain().wake_hook_or(std_wake);
+            if w.attempts() > SPINS {
+                if w.attempts() == SPINS + 1 {
+                    w.cookie().domain().wake_hook_or(std_wake);
+                }
+                let seen = WAKES.load(SeqCst);
+                w.sleep(|| {
+                    let held = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+                    let _ =
+                        WOKEN.wait_timeout_while(held, SLEEP_BOUND, |_| WAKES.load(SeqCst) == seen);
+                });
             }
-            inner(w)
+            ControlFlow::Continue(())
         }
     }
 }
