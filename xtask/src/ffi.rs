@@ -5,7 +5,10 @@
 //! 2. the static library builds for the host and every target of the matrix;
 //! 3. on the host, gcc builds the C suite against it and runs it: `api.c` (every
 //!    function, every error code), `ceiling.c` (nesting to a slot's ceiling), `torture.c` and `pool_torture.c` plain and under
-//!    ThreadSanitizer, their broken variants (which must be caught), and docs/c-api.md's
+//!    ThreadSanitizer, their broken variants (which must be caught),
+//!    `ctx_close_signal.c` (a timer's signal closes the context its code is locking) and
+//!    its control against an archive built with `--cfg rcuref_mutants` whose lock skips
+//!    its owner re-check (which must be caught), and docs/c-api.md's
 //!    example under
 //!    AddressSanitizer; the header also compiles as C++, alone and beside the standard
 //!    headers, and the example with -Werror for each embedded core (not with
@@ -88,8 +91,30 @@ fn build_lib(target: Option<&str>) -> Result<(), String> {
     run(&mut c).map(|_| ())
 }
 
+/// The host archive built with `--cfg rcuref_mutants` (`ffi/src/mutants.rs`'s switches,
+/// for the negative controls), in its own target directory: `target/ffi-mutants/ffi`.
+fn build_mutants_lib(root: &Path) -> Result<(), String> {
+    run(Command::new("cargo")
+        .current_dir(root)
+        .env("RUSTFLAGS", "--cfg rcuref_mutants")
+        .env("CARGO_TARGET_DIR", root.join("target/ffi-mutants"))
+        .args(["build", "-q", "-p", "rcuref-ffi", "--profile", "ffi"]))
+    .map(|_| ())
+}
+
 /// gcc `sources` with the header and the host archive into `out`, with `extra` flags.
 fn cc(root: &Path, sources: &[&str], out: &Path, extra: &[&str]) -> Result<(), String> {
+    cc_with(root, &root.join("target/ffi"), sources, out, extra)
+}
+
+/// As [`cc`], with the archive (and its `rcuref_config.h`) of directory `lib`.
+fn cc_with(
+    root: &Path,
+    lib: &Path,
+    sources: &[&str],
+    out: &Path,
+    extra: &[&str],
+) -> Result<(), String> {
     let c_dir = root.join("ffi/tests/c");
     let mut c = Command::new("gcc");
     c.args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-g"])
@@ -100,11 +125,11 @@ fn cc(root: &Path, sources: &[&str], out: &Path, extra: &[&str]) -> Result<(), S
         .arg(&c_dir)
         // rcuref_config.h, written beside the archive by ffi/build.rs.
         .arg("-I")
-        .arg(root.join("target/ffi"));
+        .arg(lib);
     for s in sources {
         c.arg(c_dir.join(s));
     }
-    c.arg(root.join("target/ffi/librcuref_ffi.a"))
+    c.arg(lib.join("librcuref_ffi.a"))
         .args(["-lpthread", "-o"])
         .arg(out);
     run(&mut c).map(|_| ())
@@ -337,6 +362,38 @@ pub fn check(targets: &[&str], host_only: bool) -> Result<(), String> {
     t.check(
         "pool_torture.c, negative control: lookups without the re-check, must be caught",
         exec(&bin.join("pool_torture"), &["2000", "no-recheck"]),
+    );
+    t.check(
+        "ctx_close_signal.c: a timer's signal closes the context its code is locking, \
+         every lock it closes refused (3 s)",
+        cc(
+            &root,
+            &["ctx_close_signal.c"],
+            &bin.join("ctx_close_signal"),
+            &["-O2"],
+        )
+        .and_then(|_| exec(&bin.join("ctx_close_signal"), &["3000"])),
+    );
+    t.check(
+        "ctx_close_signal.c, negative control: the mutants archive's lock without its \
+         owner re-check, must be caught (and pass with it)",
+        build_mutants_lib(&root)
+            .and_then(|_| {
+                cc_with(
+                    &root,
+                    &root.join("target/ffi-mutants/ffi"),
+                    &["ctx_close_signal.c"],
+                    &bin.join("ctx_close_signal-mutants"),
+                    &["-O2", "-DMUTANTS"],
+                )
+            })
+            .and_then(|_| exec(&bin.join("ctx_close_signal-mutants"), &["2000"]))
+            .and_then(|_| {
+                exec(
+                    &bin.join("ctx_close_signal-mutants"),
+                    &["3000", "skip-recheck"],
+                )
+            }),
     );
     t.check(
         "pool_torture.c under ThreadSanitizer (1 s)",

@@ -355,8 +355,8 @@ fn test(args: &[String]) -> Result<(), String> {
     );
     run.cargo(
         "ffi: the C API: header current, static library for the host and every target, \
-         the C suite (api, torture plain / TSan / its broken control, the C page's example \
-         under ASan), a C firmware in QEMU and its broken control",
+         the C suite (api, torture plain / TSan / its broken control, an interrupt's close \
+         of a locking context and its broken control, the C page's example under ASan), a C firmware in QEMU and its broken control",
         Expect::Tests(if host_only {
             FFI_CHECKS_HOST
         } else {
@@ -819,10 +819,10 @@ const INJECTION_TESTS: u64 = 34;
 const ASYMMETRIC_TESTS: u64 = 48;
 /// `cargo xtask ffi --host-only`'s checks: header, the C page's copy, the host library,
 /// the queue's white-box test (4), a static library per embedded target (7), api.c,
-/// ceiling.c, the two C tortures and their two controls, two under TSan, the example
-/// under ASan (9), the header as C++ alone and on either side of the standard headers
-/// (3).
-const FFI_CHECKS_HOST: u64 = 23;
+/// ceiling.c, the two C tortures and their two controls, ctx_close_signal.c and its
+/// control, two under TSan, the example under ASan (11), the header as C++ alone and on
+/// either side of the standard headers (3).
+const FFI_CHECKS_HOST: u64 = 25;
 /// With QEMU: the C firmware and its broken control on each of its two targets (4), and
 /// the C page's example built with each of the six embedded C compilers' flags (6).
 const FFI_CHECKS_QEMU: u64 = 10;
