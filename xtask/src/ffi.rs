@@ -81,7 +81,7 @@ fn run(cmd: &mut Command) -> Result<String, String> {
     }
 }
 
-fn build_lib(target: Option<&str>) -> Result<(), String> {
+pub(crate) fn build_lib(target: Option<&str>) -> Result<(), String> {
     let mut c = Command::new("cargo");
     c.current_dir(workspace_root())
         .args(["build", "-q", "-p", "rcuref-ffi", "--profile", "ffi"]);

@@ -32,6 +32,9 @@ const USAGE: &str = "usage: cargo xtask <command>
   demo     run the main demo
   bench [--quick]
            run the benchmarks, write docs/bench/REPORT.md and SVG charts
+  bench --c-read
+           only the read section from C (rcuref's C API, the Rust Reader, liburcu
+           memb): measure it and replace that section of docs/bench/REPORT.md
            (RCUREF_BENCH_THREADS=1,2,4,8,16 sets the contended thread counts)
   mutants [--asym] [CARGO-MUTANTS FILTERS]
            mutation testing of src/ with cargo-mutants (installed if missing): host
