@@ -558,13 +558,19 @@ fn c_read_rows(root: &Path, how: &str) -> Result<String, String> {
          context). The Rust `Reader` row (`reader.lock()` and the guard's drop, \
          `benches/src/bin/read_loop.rs`, same protocol) runs just after, in its own process. \
          \"vs memb\": this row's time / memb's at the same thread count in this run (above 1: \
-         slower than memb). Produced by `{how}`; load averages {load_before} before."
+         slower than memb). Produced by `{how}` on {}; load averages {load_before} before.{}",
+        machine(),
+        if how.ends_with("--c-read") {
+            " This section alone was measured then: compare its rows with each other, not \
+             with the other sections' numbers, which come from another run (perhaps on \
+             another machine)."
+        } else {
+            ""
+        }
     );
     let _ = writeln!(
         md,
-        "
-| section | threads | ns per section | vs memb |
-|---|---|---|---|"
+        "\n| section | threads | ns per section | vs memb |\n|---|---|---|---|"
     );
     for t in [1usize, 2] {
         let c = run(Command::new(&bin).args([&t.to_string(), iterations]))?;
@@ -586,14 +592,7 @@ fn c_read_rows(root: &Path, how: &str) -> Result<String, String> {
             let _ = writeln!(md, "| {label} | {t} | {} | {:.2} |", fmt_ns(ns), ns / memb);
         }
     }
-    let _ = writeln!(
-        md,
-        "
-Load averages after: {}.
-{C_READ_END}
-",
-        load()
-    );
+    let _ = writeln!(md, "\nLoad averages after: {}.\n{C_READ_END}\n", load());
     Ok(md)
 }
 
