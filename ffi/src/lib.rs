@@ -53,6 +53,8 @@ mod config {
 }
 mod call_rcu;
 mod down_read;
+#[cfg(rcuref_mutants)]
+mod mutants;
 #[cfg(all(feature = "panic-handler", not(test)))]
 mod panic;
 mod pool;
@@ -636,6 +638,10 @@ pub unsafe extern "C" fn rcuref_read_lock(ctx: *const rcuref_ctx) -> i32 {
     // the enter (`rcuref_ctx_close`, which takes the owner away first): then leave the
     // level just entered, which nothing has read under. The enter's fence keeps this
     // load after it.
+    #[cfg(rcuref_mutants)]
+    if mutants::SKIP_OWNER_RECHECK.load(Relaxed) {
+        return RCUREF_OK;
+    }
     if OWNERS[c.index][c.slot].load(Relaxed) != c.owner {
         // SAFETY: the level left is the one entered just above, nothing read in it.
         let _ = unsafe { r.exit() };

@@ -11,7 +11,11 @@
 //! * code size per embedded target (`cargo xtask size`'s measurement);
 //! * the read side again in a build with `--cfg rcuref_asymmetric_fence` (membarrier);
 //! * liburcu's memb flavour through a small C harness (`benches/liburcu/memb_read.c`,
-//!   against Debian's liburcu-dev), measured the way the criterion runs measure rcuref.
+//!   against Debian's liburcu-dev), measured the way the criterion runs measure rcuref;
+//! * the read section from C (`benches/liburcu/ffi_read.c`: the C API through a context
+//!   and through the current context, liburcu memb in the same process) beside the Rust
+//!   `Reader` (`benches/src/bin/read_loop.rs`); `--c-read` measures only these and
+//!   replaces their section of the report.
 //!
 //! `RCUREF_BENCH_THREADS=1,2,4,8,16` sets the thread counts of the contended runs.
 //! Installs valgrind and liburcu-dev with apt-get where they are missing.
@@ -496,12 +500,139 @@ fn machine() -> String {
     format!("{cpu}, {cores} cores; {}", rustc.trim())
 }
 
+/// The markers around the C read-section rows in REPORT.md, which `--c-read` replaces.
+const C_READ_BEGIN: &str = "<!-- c-read section begins -->";
+const C_READ_END: &str = "<!-- c-read section ends -->";
+
+/// The machine's load averages (`/proc/loadavg`'s first three fields).
+fn load() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+/// The read section from C: rcuref's C API through a context and through the current
+/// context (`benches/liburcu/ffi_read.c`, against the host archive), liburcu memb in the
+/// same process, and the Rust `Reader` section (`benches/src/bin/read_loop.rs`, run just
+/// after it), at 1 thread and at 2 (each its own slot): the report's section, markers
+/// included.
+fn c_read_rows(root: &Path, how: &str) -> Result<String, String> {
+    crate::install::liburcu_dev()?;
+    crate::ffi::build_lib(None)?;
+    let dir = root.join("target/rcuref-bench");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let bin = dir.join("ffi_read");
+    run(Command::new("cc")
+        .args(["-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror", "-I"])
+        .arg(root.join("ffi/include"))
+        .arg("-o")
+        .arg(&bin)
+        .arg(root.join("benches/liburcu/ffi_read.c"))
+        .arg(root.join("target/ffi/librcuref_ffi.a"))
+        .args(["-lurcu-memb", "-lpthread"]))?;
+    let rust = bench_bin(root, "read_loop", false)?;
+    let field = |out: &str, mode: &str| -> Result<f64, String> {
+        out.lines()
+            .find(|l| l.contains(&format!("mode={mode} ")))
+            .and_then(|l| {
+                l.split_whitespace()
+                    .find_map(|w| w.strip_prefix("ns_per_section="))
+            })
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| format!("no {mode} time in the harness output: {out}"))
+    };
+    let load_before = load();
+    let iterations = "20000000";
+    let mut md = String::new();
+    let _ = writeln!(
+        md,
+        "{C_READ_BEGIN}\n## read section from C: rcuref's C API, the Rust Reader, liburcu memb\n\n\
+         One thread, then two at once, each with its own reader (its own slot of domain 0, \
+         or its own liburcu registration), each timing 20,000,000 sections (lock, compiler \
+         barrier, unlock) in a tight loop after a common start; the median over threads and \
+         7 rounds of one thread's ns per section. `benches/liburcu/ffi_read.c` runs the three \
+         C modes in one process, taking turns within each round: liburcu memb's \
+         `rcu_read_lock`/`rcu_read_unlock` (inlined, `_LGPL_SOURCE`), \
+         `rcuref_read_lock`/`rcuref_read_unlock` through a `rcuref_ctx` (calls into \
+         `librcuref_ffi.a`; each loads the slot's owner word) and \
+         `rcuref_rcu_read_lock`/`rcuref_rcu_read_unlock` (the same, through the function \
+         registered with `rcuref_set_current_context`, here one returning a thread-local \
+         context). The Rust `Reader` row (`reader.lock()` and the guard's drop, \
+         `benches/src/bin/read_loop.rs`, same protocol) runs just after, in its own process. \
+         \"vs memb\": this row's time / memb's at the same thread count in this run (above 1: \
+         slower than memb). Produced by `{how}` on {}; load averages {load_before} before.{}",
+        machine(),
+        if how.ends_with("--c-read") {
+            " This section alone was measured then: compare its rows with each other, not \
+             with the other sections' numbers, which come from another run (perhaps on \
+             another machine)."
+        } else {
+            ""
+        }
+    );
+    let _ = writeln!(
+        md,
+        "\n| section | threads | ns per section | vs memb |\n|---|---|---|---|"
+    );
+    for t in [1usize, 2] {
+        let c = run(Command::new(&bin).args([&t.to_string(), iterations]))?;
+        let r = run(Command::new(&rust).args([&t.to_string(), iterations]))?;
+        print!("{c}{r}");
+        let memb = field(&c, "memb")?;
+        for (label, ns) in [
+            ("liburcu memb rcu_read_lock+unlock (C)", memb),
+            (
+                "rcuref_read_lock+unlock through a rcuref_ctx (C)",
+                field(&c, "ctx")?,
+            ),
+            (
+                "rcuref_rcu_read_lock+unlock, current context (C)",
+                field(&c, "current")?,
+            ),
+            ("rcuref Reader lock+unlock (Rust)", field(&r, "reader")?),
+        ] {
+            let _ = writeln!(md, "| {label} | {t} | {} | {:.2} |", fmt_ns(ns), ns / memb);
+        }
+    }
+    let _ = writeln!(md, "\nLoad averages after: {}.\n{C_READ_END}\n", load());
+    Ok(md)
+}
+
+/// `cargo xtask bench --c-read`: measures only the C read-section rows and puts them in
+/// REPORT.md in place of the ones there (or before the convoy section).
+fn c_read_only(root: &Path) -> Result<(), String> {
+    let rows = c_read_rows(root, "cargo xtask bench --c-read")?;
+    let path = root.join("docs/bench/REPORT.md");
+    let report = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let merged = match (report.find(C_READ_BEGIN), report.find(C_READ_END)) {
+        (Some(b), Some(e)) if b < e => {
+            let end = e + C_READ_END.len();
+            let end = end + report[end..].find('\n').map_or(0, |i| i + 1);
+            let end = end + usize::from(report[end..].starts_with('\n'));
+            format!("{}{rows}{}", &report[..b], &report[end..])
+        }
+        _ => match report.find("## convoy") {
+            Some(at) => format!("{}{rows}{}", &report[..at], &report[at..]),
+            None => format!("{report}\n{rows}"),
+        },
+    };
+    std::fs::write(&path, merged).map_err(|e| e.to_string())?;
+    println!(
+        "bench: wrote the C read-section rows into {}",
+        path.display()
+    );
+    Ok(())
+}
+
 pub fn bench(args: &[String]) -> Result<(), String> {
     if args.iter().any(|a| a == "--icount") {
         return crate::icount::run();
     }
     let quick = args.iter().any(|a| a == "--quick");
     let root = workspace_root();
+    if args.iter().any(|a| a == "--c-read") {
+        return c_read_only(&root);
+    }
     crate::install::bench_tools()?;
     let crit_dir = root.join("target").join("criterion");
     let _ = std::fs::remove_dir_all(&crit_dir);
@@ -570,6 +701,14 @@ pub fn bench(args: &[String]) -> Result<(), String> {
         Err(e) => {
             notes.push(format!("grace-period rows not measured: {e}"));
             Vec::new()
+        }
+    };
+    println!("bench: the read section from C ...");
+    let c_read = match c_read_rows(&root, "cargo xtask bench") {
+        Ok(r) => r,
+        Err(e) => {
+            notes.push(format!("the read section from C not measured: {e}"));
+            String::new()
         }
     };
     println!("bench: convoy ...");
@@ -1009,6 +1148,7 @@ pub fn bench(args: &[String]) -> Result<(), String> {
         let _ = writeln!(md);
     }
 
+    md.push_str(&c_read);
     let _ = writeln!(
         md,
         "## convoy: path lookups while a writer creates, renames, removes\n\n\

@@ -5,7 +5,10 @@
 //! 2. the static library builds for the host and every target of the matrix;
 //! 3. on the host, gcc builds the C suite against it and runs it: `api.c` (every
 //!    function, every error code), `ceiling.c` (nesting to a slot's ceiling), `torture.c` and `pool_torture.c` plain and under
-//!    ThreadSanitizer, their broken variants (which must be caught), and docs/c-api.md's
+//!    ThreadSanitizer, their broken variants (which must be caught),
+//!    `ctx_close_signal.c` (a timer's signal closes the context its code is locking) and
+//!    its control against an archive built with `--cfg rcuref_mutants` whose lock skips
+//!    its owner re-check (which must be caught), and docs/c-api.md's
 //!    example under
 //!    AddressSanitizer; `debug_objects.c` (a callback's `arg` queued twice is refused)
 //!    against a host archive built with the feature `debug-objects`, and against the
@@ -84,7 +87,7 @@ fn run(cmd: &mut Command) -> Result<String, String> {
     }
 }
 
-fn build_lib(target: Option<&str>) -> Result<(), String> {
+pub(crate) fn build_lib(target: Option<&str>) -> Result<(), String> {
     let mut c = Command::new("cargo");
     // Always the workspace's `target/`, where the checks below look for the archive,
     // whatever `CARGO_TARGET_DIR` the caller has set (with one set, 9 checks failed
@@ -136,6 +139,17 @@ fn exec_expecting(bin: &Path, status: i32) -> Result<(), String> {
             out.status
         )),
     }
+}
+
+/// The host archive built with `--cfg rcuref_mutants` (`ffi/src/mutants.rs`'s switches,
+/// for the negative controls), in its own target directory: `target/ffi-mutants/ffi`.
+fn build_mutants_lib(root: &Path) -> Result<(), String> {
+    run(Command::new("cargo")
+        .current_dir(root)
+        .env("RUSTFLAGS", "--cfg rcuref_mutants")
+        .env("CARGO_TARGET_DIR", root.join("target/ffi-mutants"))
+        .args(["build", "-q", "-p", "rcuref-ffi", "--profile", "ffi"]))
+    .map(|_| ())
 }
 
 /// gcc `sources` with the header and the host archive into `out`, with `extra` flags.
@@ -502,6 +516,38 @@ pub fn check(targets: &[&str], host_only: bool) -> Result<(), String> {
     t.check(
         "pool_torture.c, negative control: lookups without the re-check, must be caught",
         exec(&bin.join("pool_torture"), &["2000", "no-recheck"]),
+    );
+    t.check(
+        "ctx_close_signal.c: a timer's signal closes the context its code is locking, \
+         every lock it closes refused (3 s)",
+        cc(
+            &root,
+            &["ctx_close_signal.c"],
+            &bin.join("ctx_close_signal"),
+            &["-O2"],
+        )
+        .and_then(|_| exec(&bin.join("ctx_close_signal"), &["3000"])),
+    );
+    t.check(
+        "ctx_close_signal.c, negative control: the mutants archive's lock without its \
+         owner re-check, must be caught (and pass with it)",
+        build_mutants_lib(&root)
+            .and_then(|_| {
+                cc_with(
+                    &root,
+                    &root.join("target/ffi-mutants/ffi"),
+                    &["ctx_close_signal.c"],
+                    &bin.join("ctx_close_signal-mutants"),
+                    &["-O2", "-DMUTANTS"],
+                )
+            })
+            .and_then(|_| exec(&bin.join("ctx_close_signal-mutants"), &["2000"]))
+            .and_then(|_| {
+                exec(
+                    &bin.join("ctx_close_signal-mutants"),
+                    &["3000", "skip-recheck"],
+                )
+            }),
     );
     t.check(
         "pool_torture.c under ThreadSanitizer (1 s)",

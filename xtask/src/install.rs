@@ -142,16 +142,29 @@ pub fn bench_tools() -> Result<(), String> {
     if !quiet_ok("valgrind", &["--version"]) {
         missing.push("valgrind");
     }
-    if !quiet_ok(
+    if !has_liburcu() {
+        missing.push("liburcu-dev");
+    }
+    apt_install(&missing, "the benchmarks")
+}
+
+/// Whether liburcu-dev's memb flavour is there to link against.
+fn has_liburcu() -> bool {
+    quiet_ok(
         "sh",
         &[
             "-c",
             "ls /usr/lib/*/liburcu-memb.so /usr/lib/liburcu-memb.so 2>/dev/null | grep -q .",
         ],
-    ) {
-        missing.push("liburcu-dev");
+    )
+}
+
+/// liburcu-dev alone (`cargo xtask bench --c-read`), with apt-get where it is missing.
+pub fn liburcu_dev() -> Result<(), String> {
+    if has_liburcu() {
+        return Ok(());
     }
-    apt_install(&missing, "the benchmarks")
+    apt_install(&["liburcu-dev"], "the C read-section benchmark")
 }
 
 /// picolibc's specs for riscv64-unknown-elf-gcc (Debian's `picolibc-riscv64-unknown-elf`).

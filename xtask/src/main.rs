@@ -31,11 +31,13 @@ const USAGE: &str = "usage: cargo xtask <command>
            --host-only  skip QEMU
            --target T   only this embedded target (repeatable)
   demo     run the main demo
-  bench [--quick] [--icount]
+  bench [--quick] [--icount | --c-read]
            run the benchmarks, write docs/bench/REPORT.md and SVG charts
            (RCUREF_BENCH_THREADS=1,2,4,8,16 sets the contended thread counts);
            --icount: only the instruction counts per embedded target (QEMU, a
            counting plugin), replacing that section of the report
+           --c-read: only the read section from C (rcuref's C API, the Rust
+           Reader, liburcu memb), replacing that section of the report
   mutants [--asym] [CARGO-MUTANTS FILTERS]
            mutation testing of src/ with cargo-mutants (installed if missing): host
            tests, then loom on the survivors; every survivor must be listed with a
@@ -373,9 +375,10 @@ fn test(args: &[String]) -> Result<(), String> {
     );
     run.cargo(
         "ffi: the C API: header current, static library for the host and every target, \
-         the C suite (api, torture plain / TSan / its broken control, the C page's example \
-         under ASan, debug-objects and its control), a C firmware in QEMU and its broken \
-         control, the FreeRTOS example on mps2-an385/an386 and its broken control",
+         the C suite (api, torture plain / TSan / its broken control, an interrupt's close \
+         of a locking context and its broken control, the C page's example under ASan, \
+         debug-objects and its control), a C firmware in QEMU and its broken control, the \
+         FreeRTOS example on mps2-an385/an386 and its broken control",
         Expect::Tests(if host_only {
             FFI_CHECKS_HOST
         } else {
@@ -844,11 +847,10 @@ const ASYMMETRIC_TESTS: u64 = 48;
 /// `cargo xtask ffi --host-only`'s checks: header, the C page's copy, the host library,
 /// (3), a static library per embedded target (7), api.c,
 /// ceiling.c, sleep.c and its control (2), the two C tortures and their two controls,
-/// two under TSan, the example under ASan (9), debug_objects.c on the debug-objects
-/// archive and its control on the plain one (2), the header as C++ alone and on either
-/// side of the standard headers
-/// (3).
-const FFI_CHECKS_HOST: u64 = 26;
+/// ctx_close_signal.c and its control (2), two under TSan, the example under ASan (11),
+/// debug_objects.c on the debug-objects archive and its control on the plain one (2),
+/// the header as C++ alone and on either side of the standard headers (3).
+const FFI_CHECKS_HOST: u64 = 28;
 /// With QEMU: the C firmware and its broken control on each of its two targets (4), the
 /// FreeRTOS example and its broken control on mps2-an385 and mps2-an386 (4), and the C
 /// page's example built with each of the six embedded C compilers' flags (6).
