@@ -598,6 +598,92 @@ fn c_read_rows(root: &Path, how: &str) -> Result<String, String> {
     Ok(md)
 }
 
+const URCU_BEGIN: &str = "<!-- urcu section begins -->";
+const URCU_END: &str = "<!-- urcu section ends -->";
+
+/// liburcu's `test_urcu` shape (`gp urcu` / `urcu-yield`, `memb_gp urcu`): readers in
+/// tight loops, which outnumber the cores from 4 up, and one writer calling synchronize
+/// back to back for a second: the writer's grace periods per second and each reader's
+/// reads per second, rcuref sleeping (both modes) and yielding beside memb.
+fn urcu_rows(root: &Path, how: &str) -> Result<String, String> {
+    let dir = root.join("target/rcuref-bench");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let memb = dir.join("memb_gp");
+    memb_harness(root, "memb_gp.c", &memb)?;
+    let plain = bench_bin(root, "gp", false)?;
+    let asym = bench_bin(root, "gp", true)?;
+    let who: [(&str, &Path, &str); 4] = [
+        ("liburcu memb", &memb, "urcu"),
+        ("rcuref, sleeping wait (std_sleeping)", &plain, "urcu"),
+        ("rcuref asymmetric fences, sleeping wait", &asym, "urcu"),
+        ("rcuref, yielding wait (forever(yield_now))", &plain, "urcu-yield"),
+    ];
+    let num = |out: &str, key: &str| -> Result<f64, String> {
+        out.split_whitespace()
+            .find_map(|w| w.strip_prefix(key))
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| format!("no {key} in: {out}"))
+    };
+    let load_before = load();
+    let mut md = String::new();
+    let _ = writeln!(
+        md,
+        "{URCU_BEGIN}\n## test_urcu shape: readers that outnumber the cores, one writer\n\n\
+         `R` reader threads run read sections in a tight loop while one writer calls \
+         `synchronize` back to back for a second (`benches/src/bin/gp.rs` rows `urcu`, \
+         `urcu-yield`; `benches/liburcu/memb_gp.c` row `urcu`), on {} cores: from 4 readers \
+         up the threads outnumber the cores and a reader is often descheduled inside its \
+         section. \"GP/s\": the writer's grace periods per second; \"reads/s\": per reader; \
+         \"x memb\": this row / memb's in the same run (above 1: more than memb). Produced by \
+         `{how}` on {}; load averages {load_before} before.",
+        cores(),
+        machine()
+    );
+    let _ = writeln!(
+        md,
+        "\n| readers | implementation | GP/s | x memb | reads/s per reader | x memb |\n|---|---|---|---|---|---|"
+    );
+    for r in [1usize, 2, 4, 8] {
+        let mut base: Option<(f64, f64)> = None;
+        for (label, bin, row) in who {
+            let out = run(Command::new(bin).args([row, &r.to_string()]))?;
+            print!("{label}: {out}");
+            let (gps, reads) = (num(&out, "median=")?, num(&out, "reads=")?);
+            let (bg, br) = *base.get_or_insert((gps, reads));
+            let _ = writeln!(
+                md,
+                "| {r} | {label} | {gps:.0} | {:.2} | {reads:.3e} | {:.2} |",
+                gps / bg,
+                reads / br
+            );
+        }
+    }
+    let _ = writeln!(md, "\nLoad averages after: {}.\n{URCU_END}\n", load());
+    Ok(md)
+}
+
+/// Puts `rows` (a section between `begin` and `end`) into REPORT.md in place of the
+/// one there, or before the convoy section.
+fn replace_section(root: &Path, rows: &str, begin: &str, end: &str) -> Result<(), String> {
+    let path = root.join("docs/bench/REPORT.md");
+    let report = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let merged = match (report.find(begin), report.find(end)) {
+        (Some(b), Some(e)) if b < e => {
+            let stop = e + end.len();
+            let stop = stop + report[stop..].find('\n').map_or(0, |i| i + 1);
+            let stop = stop + usize::from(report[stop..].starts_with('\n'));
+            format!("{}{rows}{}", &report[..b], &report[stop..])
+        }
+        _ => match report.find("## convoy") {
+            Some(at) => format!("{}{rows}{}", &report[..at], &report[at..]),
+            None => format!("{report}\n{rows}"),
+        },
+    };
+    std::fs::write(&path, merged).map_err(|e| e.to_string())?;
+    println!("bench: wrote a section into {}", path.display());
+    Ok(())
+}
+
 /// `cargo xtask bench --c-read`: measures only the C read-section rows and puts them in
 /// REPORT.md in place of the ones there (or before the convoy section).
 fn c_read_only(root: &Path) -> Result<(), String> {
@@ -632,6 +718,10 @@ pub fn bench(args: &[String]) -> Result<(), String> {
     let root = workspace_root();
     if args.iter().any(|a| a == "--c-read") {
         return c_read_only(&root);
+    }
+    if args.iter().any(|a| a == "--urcu") {
+        let rows = urcu_rows(&root, "cargo xtask bench --urcu")?;
+        return replace_section(&root, &rows, URCU_BEGIN, URCU_END);
     }
     crate::install::bench_tools()?;
     let crit_dir = root.join("target").join("criterion");
@@ -708,6 +798,14 @@ pub fn bench(args: &[String]) -> Result<(), String> {
         Ok(r) => r,
         Err(e) => {
             notes.push(format!("the read section from C not measured: {e}"));
+            String::new()
+        }
+    };
+    println!("bench: test_urcu shape (readers that outnumber the cores) ...");
+    let urcu = match urcu_rows(&root, "cargo xtask bench") {
+        Ok(r) => r,
+        Err(e) => {
+            notes.push(format!("the test_urcu rows not measured: {e}"));
             String::new()
         }
     };
@@ -1149,6 +1247,7 @@ pub fn bench(args: &[String]) -> Result<(), String> {
     }
 
     md.push_str(&c_read);
+    md.push_str(&urcu);
     let _ = writeln!(
         md,
         "## convoy: path lookups while a writer creates, renames, removes\n\n\

@@ -31,13 +31,15 @@ const USAGE: &str = "usage: cargo xtask <command>
            --host-only  skip QEMU
            --target T   only this embedded target (repeatable)
   demo     run the main demo
-  bench [--quick] [--icount | --c-read]
+  bench [--quick] [--icount | --c-read | --urcu]
            run the benchmarks, write docs/bench/REPORT.md and SVG charts
            (RCUREF_BENCH_THREADS=1,2,4,8,16 sets the contended thread counts);
            --icount: only the instruction counts per embedded target (QEMU, a
            counting plugin), replacing that section of the report
            --c-read: only the read section from C (rcuref's C API, the Rust
            Reader, liburcu memb), replacing that section of the report
+           --urcu: only the test_urcu-shaped rows (readers that outnumber the
+           cores, one writer: rcuref sleeping and yielding, liburcu memb)
   mutants [--asym] [CARGO-MUTANTS FILTERS]
            mutation testing of src/ with cargo-mutants (installed if missing): host
            tests, then loom on the survivors; every survivor must be listed with a
