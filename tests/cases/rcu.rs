@@ -5,7 +5,7 @@
 
 use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use portable_atomic::{AtomicBool, AtomicU32};
-use rcuref::rcu::{ContextReader, DeferQueue, PerCpu, Rcu, RcuCell, RcuValue};
+use rcuref::rcu::{CallQueue, ContextReader, DeferQueue, PerCpu, Ran, Rcu, RcuCell, RcuValue};
 use rcuref::{Error, Refused};
 
 /// Grace periods end even when some reader is inside a section at every moment: two
@@ -45,6 +45,82 @@ pub fn cookies_compare_by_domain_and_point() {
     let mut r = A.register().unwrap();
     r.synchronize(rcuref::rcu::spin).unwrap();
     assert_ne!(a1, A.start_poll(), "same domain, later point");
+}
+
+/// Linux's polled contract: `get_state` is `start_poll`'s cookie; the completed cookie
+/// is done at once and stays done, raw 1; `cond_synchronize` returns at once for a done
+/// cookie even inside a section, refuses to wait for an unfinished one there, and
+/// waits for it outside; at most `ACTIVE_COOKIES` (3) unfinished targets.
+pub fn linux_polled_contract() {
+    static RCU: Rcu<3> = Rcu::with_dedicated(1);
+    static OTHER: Rcu<3> = Rcu::new();
+    assert_eq!(Rcu::<3>::ACTIVE_COOKIES, 3);
+    // SAFETY: (test) slot 0 is used by this context only.
+    let ctx = unsafe { RCU.context_reader(0) };
+    let a = RCU.get_state();
+    assert_eq!(a, RCU.start_poll(), "get_state and start_poll differ");
+    let done = RCU.completed();
+    assert!(done.is_done() && done.into_raw() == 1);
+    assert!(a.poll());
+    ctx.enter().unwrap();
+    assert_eq!(ctx.cond_synchronize(a, rcuref::rcu::spin), Ok(()));
+    assert_eq!(ctx.cond_synchronize(done, rcuref::rcu::spin), Ok(()));
+    let b = RCU.get_state();
+    assert_eq!(
+        ctx.cond_synchronize(b, rcuref::rcu::spin),
+        Err(Error::InReadSection)
+    );
+    assert!(!b.poll(), "a grace period ended under a section");
+    assert!(done.is_done(), "the completed cookie stopped being done");
+    // SAFETY: (test) nothing was read in the section.
+    unsafe { ctx.exit().unwrap() };
+    assert_eq!(
+        ctx.cond_synchronize(OTHER.get_state(), rcuref::rcu::spin),
+        Err(Error::OtherDomain)
+    );
+    assert_eq!(ctx.cond_synchronize(b, rcuref::rcu::spin), Ok(()));
+    assert!(b.is_done());
+}
+
+/// Bounded reclamation work: `DeferQueue::collect_at_most` and `CallQueue::run` hand out
+/// at most their budget and report what is left; the call queue's barrier runs the rest.
+pub fn reclamation_takes_a_budget() {
+    static RCU: Rcu<2> = Rcu::new();
+    static CALLS: CallQueue<'static, u32, 4, 2> = CallQueue::new(&RCU);
+    let mut q: DeferQueue<u32, 4, 2> = DeferQueue::new(&RCU);
+    for i in 0..4 {
+        q.defer(i).unwrap();
+        CALLS.call(i).unwrap();
+    }
+    let mut sum = 0;
+    assert_eq!(q.collect_at_most(3, |v| sum += v), Ran { ran: 3, left: 1 });
+    assert_eq!(q.collect_at_most(3, |v| sum += v), Ran { ran: 1, left: 0 });
+    assert_eq!(CALLS.run(2, |v| sum += v), Ran { ran: 2, left: 2 });
+    assert_eq!(CALLS.call(9).map_err(|r| r.error), Ok(()));
+    let mut w = RCU.register().unwrap();
+    assert_eq!(
+        CALLS.barrier(&mut w, rcuref::rcu::spin, |v| sum += v),
+        Ok(3)
+    );
+    assert_eq!(sum, 6 + 6 + 9);
+    assert_eq!(CALLS.pending(), 0);
+}
+
+/// A read section held by a token (`down_read`) holds grace periods until `up_read`,
+/// takes a slot of its own, and reads through a nested guard.
+pub fn a_read_token_holds_grace_periods() {
+    static RCU: Rcu<2> = Rcu::new();
+    let token = RCU.down_read().unwrap();
+    assert_eq!(RCU.readers(), 1);
+    let c = RCU.get_state();
+    for _ in 0..100 {
+        assert!(!c.poll(), "a grace period ended under a token");
+    }
+    drop(token.lock());
+    assert!(!c.poll());
+    token.up_read();
+    assert!(c.poll(), "up_read did not end the section");
+    assert_eq!(RCU.readers(), 0);
 }
 
 /// Dropping an inner guard does not end the section.

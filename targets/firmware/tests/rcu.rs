@@ -42,6 +42,20 @@ mod tests {
     fn epoch_wraps() {
         cases::epoch_wraps();
     }
+    #[test]
+    fn linux_polled_contract() {
+        cases::linux_polled_contract();
+    }
+
+    #[test]
+    fn reclamation_takes_a_budget() {
+        cases::reclamation_takes_a_budget();
+    }
+
+    #[test]
+    fn a_read_token_holds_grace_periods() {
+        cases::a_read_token_holds_grace_periods();
+    }
 
     #[test]
     fn slots_run_out() {
