@@ -616,7 +616,11 @@ fn urcu_rows(root: &Path, how: &str) -> Result<String, String> {
         ("liburcu memb", &memb, "urcu"),
         ("rcuref, sleeping wait (std_sleeping)", &plain, "urcu"),
         ("rcuref asymmetric fences, sleeping wait", &asym, "urcu"),
-        ("rcuref, yielding wait (forever(yield_now))", &plain, "urcu-yield"),
+        (
+            "rcuref, yielding wait (forever(yield_now))",
+            &plain,
+            "urcu-yield",
+        ),
     ];
     let num = |out: &str, key: &str| -> Result<f64, String> {
         out.split_whitespace()
