@@ -39,8 +39,8 @@ fn a_completed_cookie_is_done_and_never_handed_out() {
     let rcu: &Rcu<2> = leak(Rcu::new());
     let done = rcu.completed();
     assert!(done.is_done());
-    assert_eq!(done.into_raw(), 1);
-    assert_eq!(rcu.completed(), rcu.cookie_from_raw(1));
+    assert_eq!(done.into_raw(), u32::MAX);
+    assert_eq!(rcu.completed(), rcu.cookie_from_raw(u32::MAX));
     assert_eq!(done.holdouts().count(), 0);
     let r = rcu.register().unwrap();
     let _g = r.lock();

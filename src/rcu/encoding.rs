@@ -37,10 +37,12 @@ pub(crate) const STEPS_PER_GP: u32 = 4;
 /// `gp` never moves backwards, so a target further ahead than this is in the past.
 pub(crate) const MAX_AHEAD: u32 = STEPS_PER_GP + 1;
 /// The raw cookie that is always done ([`Rcu::completed`](super::Rcu::completed), Linux's
-/// `RCU_GET_STATE_COMPLETED`). Odd: a real target is always even (`start_poll` adds
-/// `STEPS_PER_GP` to an even counter and one more to an odd one), so no cookie a domain
-/// hands out can be taken for it.
-pub(crate) const COMPLETED: u32 = 1;
+/// `RCU_GET_STATE_COMPLETED`): `u32::MAX`, odd, and a real target is always even
+/// (`start_poll` adds `STEPS_PER_GP` to an even counter and one more to an odd one), so
+/// no cookie a domain hands out can be taken for it. (Not 1: tests drive a small counter
+/// to each odd value with `cookie_from_raw`, and a completed 1 stopped them.) Compared
+/// before the counter's mask, which in test builds is narrower than 32 bits.
+pub(crate) const COMPLETED: u32 = u32::MAX;
 /// Unfinished cookies a domain can have at once with distinct targets: the even targets
 /// 1 to `MAX_AHEAD` steps ahead of the counter (three while a wait is in progress, two
 /// otherwise); Linux's `NUM_ACTIVE_RCU_POLL_OLDSTATE`.

@@ -54,8 +54,8 @@ impl<const N: usize> Rcu<N> {
 
     /// A cookie that is always done (Linux's `get_completed_synchronize_rcu`): for the
     /// "nothing to wait for" entries of a table of cookies. Its raw form
-    /// ([`GpCookie::into_raw`]) is 1, which no [`start_poll`](Self::start_poll) returns
-    /// (real targets are even), and it stays done however far the counter goes.
+    /// ([`GpCookie::into_raw`]) is `u32::MAX`, which no [`start_poll`](Self::start_poll)
+    /// returns (real targets are even), and it stays done however far the counter goes.
     pub fn completed(&self) -> GpCookie<'_, N> {
         GpCookie {
             rcu: self,
@@ -81,7 +81,7 @@ impl<const N: usize> Rcu<N> {
     pub fn cookie_from_raw(&self, raw: u32) -> GpCookie<'_, N> {
         GpCookie {
             rcu: self,
-            target: raw & mask(),
+            target: if raw == COMPLETED { raw } else { raw & mask() },
         }
     }
 

@@ -232,7 +232,7 @@
 //! | `get_state_synchronize_rcu` | [`Rcu::get_state`] | the same cookie as `start_poll` |
 //! | `poll_state_synchronize_rcu` | [`GpCookie::poll`] (drives), [`GpCookie::is_done`] (only looks) | |
 //! | `cond_synchronize_rcu` | [`Reader::cond_synchronize`], [`ContextReader::cond_synchronize`] | |
-//! | `get_completed_synchronize_rcu` | [`Rcu::completed`] | raw form 1 |
+//! | `get_completed_synchronize_rcu` | [`Rcu::completed`] | raw form `u32::MAX` |
 //! | `same_state_synchronize_rcu` | `==` on [`GpCookie`] | also compares the domain |
 //! | `NUM_ACTIVE_RCU_POLL_OLDSTATE` | [`Rcu::ACTIVE_COOKIES`] (3) | Linux: 2 |
 //! | the `_full` forms | the same calls | the asymmetric mode's heavy fences are part of every grace period a cookie names: nothing more to cover |

@@ -48,7 +48,7 @@ pub fn cookies_compare_by_domain_and_point() {
 }
 
 /// Linux's polled contract: `get_state` is `start_poll`'s cookie; the completed cookie
-/// is done at once and stays done, raw 1; `cond_synchronize` returns at once for a done
+/// is done at once and stays done, raw `u32::MAX`; `cond_synchronize` returns at once for a done
 /// cookie even inside a section, refuses to wait for an unfinished one there, and
 /// waits for it outside; at most `ACTIVE_COOKIES` (3) unfinished targets.
 pub fn linux_polled_contract() {
@@ -60,7 +60,7 @@ pub fn linux_polled_contract() {
     let a = RCU.get_state();
     assert_eq!(a, RCU.start_poll(), "get_state and start_poll differ");
     let done = RCU.completed();
-    assert!(done.is_done() && done.into_raw() == 1);
+    assert!(done.is_done() && done.into_raw() == u32::MAX);
     assert!(a.poll());
     ctx.enter().unwrap();
     assert_eq!(ctx.cond_synchronize(a, rcuref::rcu::spin), Ok(()));
