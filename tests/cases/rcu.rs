@@ -423,13 +423,13 @@ pub fn layout_matches_the_padding_choice() {
             size
         );
     } else {
-        // phase, gp, two registration counters, four slots, the count of dedicated
-        // slots (+ a debug-only serial on hosts; + the two heavy-fence marks in the
-        // asymmetric-fence mode).
-        let dedicated = core::mem::size_of::<usize>();
+        // phase, gp, two registration counters, four slots, the sleeping-wait flag
+        // and the wake hook, the count of dedicated slots (+ a debug-only serial on
+        // hosts; + the two heavy-fence marks in the asymmetric-fence mode).
+        let words = core::mem::size_of::<usize>();
         let marks = if cfg!(rcuref_asymmetric_fence) { 8 } else { 0 };
         assert!(
-            size <= 4 * 8 + dedicated + marks,
+            size <= 4 * 8 + 4 + words + words + marks,
             "padding off, but the domain takes {} bytes",
             size
         );
