@@ -692,26 +692,7 @@ fn replace_section(root: &Path, rows: &str, begin: &str, end: &str) -> Result<()
 /// REPORT.md in place of the ones there (or before the convoy section).
 fn c_read_only(root: &Path) -> Result<(), String> {
     let rows = c_read_rows(root, "cargo xtask bench --c-read")?;
-    let path = root.join("docs/bench/REPORT.md");
-    let report = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let merged = match (report.find(C_READ_BEGIN), report.find(C_READ_END)) {
-        (Some(b), Some(e)) if b < e => {
-            let end = e + C_READ_END.len();
-            let end = end + report[end..].find('\n').map_or(0, |i| i + 1);
-            let end = end + usize::from(report[end..].starts_with('\n'));
-            format!("{}{rows}{}", &report[..b], &report[end..])
-        }
-        _ => match report.find("## convoy") {
-            Some(at) => format!("{}{rows}{}", &report[..at], &report[at..]),
-            None => format!("{report}\n{rows}"),
-        },
-    };
-    std::fs::write(&path, merged).map_err(|e| e.to_string())?;
-    println!(
-        "bench: wrote the C read-section rows into {}",
-        path.display()
-    );
-    Ok(())
+    replace_section(root, &rows, C_READ_BEGIN, C_READ_END)
 }
 
 pub fn bench(args: &[String]) -> Result<(), String> {
