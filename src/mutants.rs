@@ -152,6 +152,10 @@ mutants! {
     /// place its callback left need not see that callback's effects (the review's
     /// finding 1).
     CallRelaxedNumber,
+    /// Sleeping waits, **not a bug**: every outermost unlock with a wait asleep wakes it,
+    /// even one whose section began after the wait's flip (the first version). Only
+    /// slower: the writer wakes for nothing; `tests/sleeping.rs` counts the wakes.
+    WakeOnEveryUnlock,
     /// RCU, asymmetric mode, **not a bug**: a wait step issues its heavy fence even when
     /// every slot is free. Only slower: the fence-count test must see it.
     FenceEmptyDomain,

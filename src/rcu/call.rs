@@ -176,7 +176,7 @@ struct FreeOnDrop<'a, const N: usize>(&'a AtomicU32, &'a Rcu<N>);
 impl<const N: usize> Drop for FreeOnDrop<'_, N> {
     fn drop(&mut self) {
         hand_on(self.0, FREE);
-        self.1.wake_sleepers();
+        self.1.wake_all_sleepers();
     }
 }
 

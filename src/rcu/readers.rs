@@ -226,8 +226,9 @@ impl<const N: usize> Drop for ReadToken<'_, N> {
     fn drop(&mut self) {
         // Ends the section and frees the slot in one Release store: what the holders
         // read under it happens before a scan that sees the slot free.
+        let v = ops::own_slot(self.at.word());
         ops::release(self.at.word());
-        self.at.rcu.wake_sleepers();
+        self.at.rcu.wake_sleepers(v);
         #[cfg(feature = "strict-grace-periods")]
         self.at.rcu.drive_strictly();
     }
@@ -342,7 +343,7 @@ impl<const N: usize> Drop for Reader<'_, N> {
         // Ends any (leaked) section and frees the slot in one Release store.
         ops::release(slot);
         if online(v) {
-            self.at.rcu.wake_sleepers();
+            self.at.rcu.wake_sleepers(v);
         }
     }
 }
@@ -597,7 +598,7 @@ impl<'d, const N: usize> At<'d, N> {
             // Outermost: the section's loads happen before a writer's Acquire sees it.
             ops::unlock(slot, CLAIMED);
             sections::left(self.rcu.section_key());
-            self.rcu.wake_sleepers();
+            self.rcu.wake_sleepers(v);
             #[cfg(feature = "strict-grace-periods")]
             self.rcu.drive_strictly();
         } else if v < STICKY {

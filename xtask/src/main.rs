@@ -842,8 +842,9 @@ const HOST_NEGATIVE_CONTROLS: u64 = 8;
 /// preemption 14, interrupts 4, panic_injection 16 (its two heavy-fence panics are the
 /// asymmetric build's), call_queue 13 (its 9 plain tests and 4 with broken variants),
 /// polled 8 (6 plain, the old cookie on a 4-bit counter, the token's control),
-/// sleeping_review 5 (3 plain, a wake between the last poll and the sleep, its control).
-const INJECTION_TESTS: u64 = 60;
+/// sleeping_review 6 (3 plain, a wake between the last poll and the sleep, its control,
+/// the every-unlock-wakes control).
+const INJECTION_TESTS: u64 = 61;
 /// asymmetric 10, heavy_fence_placement 20, panic_injection 18.
 const ASYMMETRIC_TESTS: u64 = 48;
 /// `cargo xtask ffi --host-only`'s checks: header, the C page's copy, the host library,
@@ -854,9 +855,10 @@ const ASYMMETRIC_TESTS: u64 = 48;
 /// the header as C++ alone and on either side of the standard headers (3).
 const FFI_CHECKS_HOST: u64 = 28;
 /// With QEMU: the C firmware and its broken control on each of its two targets (4), the
-/// FreeRTOS example and its broken control on mps2-an385 and mps2-an386 (4), and the C
-/// page's example built with each of the six embedded C compilers' flags (6).
-const FFI_CHECKS_QEMU: u64 = 14;
+/// FreeRTOS example, its broken control and its no-wake control on mps2-an385 and
+/// mps2-an386 (6), and the C page's example built with each of the six embedded C
+/// compilers' flags (6).
+const FFI_CHECKS_QEMU: u64 = 16;
 /// Miri over file_ref 11, torture_file_ref 4, warnings 2, rcu 40, torture_rcu 1, pool 7,
 /// torture_pool 1 (a debug build without mutants; the 2^32 pool test is ignored there).
 const MIRI_TESTS: u64 = 66;
