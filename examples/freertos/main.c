@@ -222,6 +222,52 @@ static int sleep_hook(void *hook_ctx, uint32_t attempts)
 	return attempts > 10000;
 }
 
+/* ---- the writer's sleep: woken by the last reader's unlock (rcuref_set_sleep) ---- */
+
+static TaskHandle_t writer_handle;
+static atomic_uint sleeps, woken_sleeps;
+/* Set while TIMER1's handler runs: above configMAX_SYSCALL_INTERRUPT_PRIORITY it may not
+ * call the kernel, so its unlocks send no wake (the sleep's one-tick bound covers it). */
+static volatile int in_timer1;
+
+/* A sleep ends at the writer's notification or after a tick (the bound a sleep needs:
+ * an unlock can miss a wait just falling asleep). A notification sent before it began
+ * is remembered, so it is not lost. */
+static void rcu_sleep(void *ctx)
+{
+	(void)ctx;
+	count(&sleeps, 1);
+	if (ulTaskNotifyTake(pdTRUE, 1) > 0)
+		count(&woken_sleeps, 1);
+}
+
+/* Called by a reader's outermost unlock when a wait may be asleep: a task's, or an
+ * interrupt handler's within the syscall priority. */
+static void rcu_wake(void)
+{
+#ifndef NO_WAKE
+	if (!writer_handle || in_timer1)
+		return;
+	if (xPortIsInsideInterrupt()) {
+		BaseType_t woken = pdFALSE;
+		vTaskNotifyGiveFromISR(writer_handle, &woken);
+		portYIELD_FROM_ISR(woken);
+	} else {
+		xTaskNotifyGive(writer_handle);
+	}
+#endif
+}
+
+#ifndef BROKEN
+/* The writer's wait hook: give up after 10 s; between attempts the domain's sleep runs
+ * (after 4 polls), not a tick's delay. */
+static int give_up_hook(void *hook_ctx, uint32_t attempts)
+{
+	(void)hook_ctx;
+	return attempts > 100000;
+}
+#endif
+
 /* ---- the writers ---- */
 
 /* A task's way to retire the table's reference of `old`, unpublished. */
@@ -236,8 +282,9 @@ static void retire(const rcuref_ctx *ctx, struct file *old, int wait)
 		count(&queued, 1);
 		return;
 	}
-	/* Every 8th, or the queue is full: wait for the readers, then drop it here. */
-	if (rcuref_synchronize(ctx, sleep_hook, NULL) != RCUREF_OK) {
+	/* Every 8th, or the queue is full: wait for the readers (asleep between polls,
+	 * woken by the last one's unlock), then drop it here. */
+	if (rcuref_synchronize(ctx, give_up_hook, NULL) != RCUREF_OK) {
 		count(&errors, 1);
 		return; /* leaked: never freed under a reader */
 	}
@@ -276,6 +323,7 @@ static void writer_task(void *arg)
 {
 	(void)arg;
 	const rcuref_ctx *ctx = open_own_context(SLOT_WRITER);
+	writer_handle = xTaskGetCurrentTaskHandle();
 	uint32_t gen = 0;
 	while (ctx && !stop) {
 		for (int b = 0; b < 12; b++) {
@@ -382,7 +430,9 @@ void timer1_handler(void)
 {
 	static uint32_t seed = 0x7654321u;
 	REG(TIMER1_BASE + 0xC) = 1;
+	in_timer1++;
 	isr_read(&seed, 1);
+	in_timer1--;
 }
 
 void vApplicationTickHook(void)
@@ -515,14 +565,22 @@ static void main_task(void *arg)
 	put_u32(", leaked ", leaked);
 	put_u32(", errors ", get(&errors));
 	put_u32(", violations ", get(&violations));
+	put_u32("; the writer slept ", get(&sleeps));
+	put_u32(" times, woken by an unlock ", get(&woken_sleeps));
 	sh_puts("\n");
 #ifdef BROKEN
 	sh_exit(get(&violations) > 0);
+#elif defined(NO_WAKE)
+	/* The control: no wake is sent, so no sleep ends by one (the check below can tell a
+	 * wake from a tick). */
+	sh_exit(get(&violations) == 0 && get(&errors) == 0 && get(&sleeps) >= 100 &&
+		get(&woken_sleeps) == 0);
 #else
 	sh_exit(get(&violations) == 0 && get(&errors) == 0 && leaked == 0 &&
 		get(&sections) >= 10000 && get(&isr_sections) >= 2000 &&
 		get(&grace_periods) >= 100 && get(&callbacks) >= 1000 &&
-		get(&queued_from_isr) >= 100 && get(&last_puts_by_readers) > 0);
+		get(&queued_from_isr) >= 100 && get(&last_puts_by_readers) > 0 &&
+		get(&sleeps) >= 100 && get(&woken_sleeps) * 2 >= get(&sleeps));
 #endif
 }
 
@@ -530,6 +588,8 @@ int main(void)
 {
 	rcu = rcuref_rcu_domain(0);
 	if (!rcu || rcuref_rcu_slots(rcu) < SLOTS_USED)
+		return 1;
+	if (rcuref_set_sleep(rcu, 4, rcu_sleep, NULL, rcu_wake) != RCUREF_OK)
 		return 1;
 	if (xTaskCreate(main_task, "main", 512, NULL, configMAX_PRIORITIES - 1, NULL) != pdPASS)
 		return 1;

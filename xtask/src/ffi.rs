@@ -662,6 +662,16 @@ pub fn check(targets: &[&str], host_only: bool) -> Result<(), String> {
             freertos(&root, rtos, &broken, &["-DBROKEN"])
                 .and_then(|_| in_qemu(rtos.target, Some(rtos.machine), &broken)),
         );
+        let no_wake = bin.join(format!("freertos-{}-no-wake.elf", rtos.target));
+        t.check(
+            &format!(
+                "FreeRTOS example ({}), control: no wake sent, so no sleep of the writer \
+                 ends by one (the run above counts its wakes)",
+                rtos.machine
+            ),
+            freertos(&root, rtos, &no_wake, &["-DNO_WAKE"])
+                .and_then(|_| in_qemu(rtos.target, Some(rtos.machine), &no_wake)),
+        );
     }
     if !host_only {
         for (cc, flags) in EMBEDDED_CC {
