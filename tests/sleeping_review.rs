@@ -340,7 +340,10 @@ fn wakes_while_a_new_reader_runs() -> (u32, u32) {
     leave.store(true, SeqCst);
     old.join().unwrap();
     writer.join().unwrap();
-    println!("{} wakes for {} sleeps while a new reader ran", seen.0, seen.1);
+    println!(
+        "{} wakes for {} sleeps while a new reader ran",
+        seen.0, seen.1
+    );
     seen
 }
 
@@ -348,8 +351,14 @@ fn wakes_while_a_new_reader_runs() -> (u32, u32) {
 fn only_a_reader_the_wait_waits_for_wakes_it() {
     let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let (wakes, sleeps) = wakes_while_a_new_reader_runs();
-    assert!(sleeps >= 5, "the writer hardly slept ({sleeps} times): inconclusive");
-    assert_eq!(wakes, 0, "{wakes} wakes for {sleeps} sleeps from a reader nobody waits for");
+    assert!(
+        sleeps >= 5,
+        "the writer hardly slept ({sleeps} times): inconclusive"
+    );
+    assert_eq!(
+        wakes, 0,
+        "{wakes} wakes for {sleeps} sleeps from a reader nobody waits for"
+    );
 }
 
 /// The control: with every unlock waking (the first version), the same run wakes the
