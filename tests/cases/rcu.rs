@@ -123,6 +123,39 @@ pub fn a_read_token_holds_grace_periods() {
     assert_eq!(RCU.readers(), 0);
 }
 
+/// Feature `strict-grace-periods`: the outermost unlock drives the grace period, so a
+/// cookie taken inside a section is done right after it, with nobody polling; a token's
+/// end does the same.
+#[cfg(feature = "strict-grace-periods")]
+pub fn debug_aid_strict_grace_periods() {
+    static RCU: Rcu<2> = Rcu::new();
+    let r = RCU.register().unwrap();
+    let g = r.lock();
+    let c = RCU.get_state();
+    assert!(!c.is_done());
+    drop(g);
+    assert!(c.is_done(), "the unlock did not drive the grace period");
+    let t = RCU.down_read().unwrap();
+    let c = RCU.get_state();
+    t.up_read();
+    assert!(c.is_done(), "up_read did not drive the grace period");
+}
+
+/// Feature `debug-callbacks`: a key already queued is refused, the queue unchanged; once
+/// its callback has run, the key may be queued again.
+#[cfg(feature = "debug-callbacks")]
+pub fn debug_aid_a_key_queued_twice_is_refused() {
+    static RCU: Rcu<2> = Rcu::new();
+    static Q: CallQueue<'static, u32, 4, 2> = CallQueue::new(&RCU);
+    assert_eq!(Q.call_keyed(0x100, 1).map_err(|r| r.error), Ok(()));
+    let again = Q.call_keyed(0x100, 2);
+    assert!(matches!(again, Err(Refused { error: Error::Busy, value: 2 })));
+    assert_eq!(Q.pending(), 1);
+    let mut w = RCU.register().unwrap();
+    assert_eq!(Q.barrier(&mut w, rcuref::rcu::spin, |_| {}), Ok(1));
+    assert_eq!(Q.call_keyed(0x100, 3).map_err(|r| r.error), Ok(()));
+}
+
 /// Dropping an inner guard does not end the section.
 pub fn nested_sections() {
     static RCU: Rcu<2> = Rcu::new();

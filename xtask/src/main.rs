@@ -536,6 +536,36 @@ fn test(args: &[String]) -> Result<(), String> {
                 &env,
             );
         }
+        // The debug aids on a target (features strict-grace-periods and debug-callbacks of
+        // the firmware crate, forwarding rcuref's): their two bodies of the rcu suite.
+        for t in targets
+            .iter()
+            .filter(|t| ["thumbv7em-none-eabihf", "riscv32imac-unknown-none-elf"].contains(t))
+        {
+            let (var, flags) = (rustflags_var(t), target_rustflags(t));
+            let mut env = vec![("CARGO_TARGET_DIR", "target/fw-debug-aids")];
+            if !flags.is_empty() {
+                env.push((var.as_str(), flags));
+            }
+            run.cargo(
+                &format!("{t} (debug aids: strict grace periods, a callback queued twice)"),
+                Expect::Tests(2),
+                &[
+                    "test",
+                    "-p",
+                    "rcuref-firmware",
+                    "--target",
+                    t,
+                    "--features",
+                    "strict-grace-periods,debug-callbacks",
+                    "--test",
+                    "rcu",
+                    "--",
+                    "debug_aid",
+                ],
+                &env,
+            );
+        }
         // The asymmetric-fence mode on several cores, its heavy fence an IPI (the CLINT
         // on RISC-V, a GIC SGI on AArch64; targets/firmware/src/hart.rs, a64.rs): the
         // RCU suite, the all-core torture and its busted-grace-period control, and the

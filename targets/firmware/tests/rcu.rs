@@ -42,6 +42,18 @@ mod tests {
     fn epoch_wraps() {
         cases::epoch_wraps();
     }
+    #[cfg(feature = "strict-grace-periods")]
+    #[test]
+    fn debug_aid_strict_grace_periods() {
+        cases::debug_aid_strict_grace_periods();
+    }
+
+    #[cfg(feature = "debug-callbacks")]
+    #[test]
+    fn debug_aid_a_key_queued_twice_is_refused() {
+        cases::debug_aid_a_key_queued_twice_is_refused();
+    }
+
     #[test]
     fn linux_polled_contract() {
         cases::linux_polled_contract();
