@@ -149,7 +149,13 @@ pub fn debug_aid_a_key_queued_twice_is_refused() {
     static Q: CallQueue<'static, u32, 4, 2> = CallQueue::new(&RCU);
     assert_eq!(Q.call_keyed(0x100, 1).map_err(|r| r.error), Ok(()));
     let again = Q.call_keyed(0x100, 2);
-    assert!(matches!(again, Err(Refused { error: Error::Busy, value: 2 })));
+    assert!(matches!(
+        again,
+        Err(Refused {
+            error: Error::Busy,
+            value: 2
+        })
+    ));
     assert_eq!(Q.pending(), 1);
     let mut w = RCU.register().unwrap();
     assert_eq!(Q.barrier(&mut w, rcuref::rcu::spin, |_| {}), Ok(1));
