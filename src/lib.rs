@@ -24,6 +24,40 @@ macro_rules! mutant {
     }};
 }
 
+/// The table of orderings and fences that a module reads (`REAL`, named and justified in
+/// that module), as the primitives use it: `REAL` itself in normal builds; in test builds
+/// the table as the selected broken variant changes it (`$broken(variant)`, a `const fn` in
+/// `mutants/`). An ordering variant swaps a table, so the real line has no branch.
+#[allow(unused_macros)]
+macro_rules! variant_table {
+    ($ty:ty, $real:expr, $broken:path) => {{
+        #[cfg(any(loom, rcuref_mutants))]
+        let t: $ty = $broken($crate::mutants::selected());
+        #[cfg(all(rcuref_static_mutant, not(any(loom, rcuref_mutants))))]
+        let t: $ty = {
+            const T: $ty = $broken($crate::mutants::STATIC);
+            T
+        };
+        #[cfg(not(any(loom, rcuref_mutants, rcuref_static_mutant)))]
+        let t: $ty = $real;
+        t
+    }};
+}
+
+/// A whole-function broken variant: in test builds, when variant `$m` (or one of
+/// `$m | ...`, which share one twin) is selected, the
+/// enclosing function returns `$broken` (a call of its broken twin in `mutants/`)
+/// instead of running. One line at the top of the function; nothing in other builds.
+#[allow(unused_macros)]
+macro_rules! divert {
+    ($($m:ident)|+ => $broken:expr) => {
+        #[cfg(any(loom, rcuref_mutants, rcuref_static_mutant))]
+        if $(mutant!($m))||+ {
+            return $broken;
+        }
+    };
+}
+
 /// One definition of a function that is `const` except under loom, whose atomics cannot
 /// be made in a const context (crossbeam-epoch's `const_fn!`): the two builds cannot
 /// drift apart.

@@ -75,6 +75,34 @@ pub(crate) fn reader_fence() {
     fence(Ordering::SeqCst);
 }
 
+/// A fence as an entry of an ordering table (`variant_table!`): the real table names
+/// the fence a step needs; a broken variant's table may name `None` instead.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(dead_code)] // each build uses the kinds its tables name
+pub(crate) enum Fence {
+    /// No fence.
+    None,
+    /// `fence(Acquire)`.
+    Acquire,
+    /// `fence(SeqCst)`.
+    Full,
+    /// [`reader_fence`]: full, or a compiler fence where the build makes that enough.
+    Reader,
+}
+
+impl Fence {
+    /// Issues the fence.
+    #[inline(always)]
+    pub(crate) fn issue(self) {
+        match self {
+            Fence::None => {}
+            Fence::Acquire => fence(Ordering::Acquire),
+            Fence::Full => fence(Ordering::SeqCst),
+            Fence::Reader => reader_fence(),
+        }
+    }
+}
+
 #[cfg(all(not(loom), not(target_has_atomic = "64"), feature = "critical-section"))]
 pub(crate) use cs_u64::CsAtomicU64 as AtomicU64;
 

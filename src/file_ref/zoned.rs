@@ -4,7 +4,8 @@
 //! constructors, which must stay concrete to be `const`.
 
 use crate::log::{warn, Warning};
-use crate::sync::Ordering::{self, AcqRel, Acquire, Relaxed, Release, SeqCst};
+use crate::sync::Fence;
+use crate::sync::Ordering::{self, AcqRel, Relaxed, Release, SeqCst};
 
 /// A counter width: the integer, its atomic, and the zone constants.
 pub(crate) trait Word: Copy + Eq + Ord {
@@ -129,11 +130,42 @@ pub(crate) fn init<W: Word>(cnt: &W::Atomic, raw: W) {
     W::store(cnt, raw, Release);
 }
 
+/// The orderings of the count's read-modify-writes that order accesses to the object,
+/// as one table (the others are `Relaxed` where they stand, each with its reason).
+#[derive(Clone, Copy)]
+pub(crate) struct Orders {
+    /// `get`'s add: fully ordered, so a get orders the caller's later accesses after it
+    /// and a failed one cannot pass a concurrent `put`'s decision (litmus:
+    /// `fileref-get-after-publish`, `fileref-last-put`).
+    pub(crate) get: Ordering,
+    /// `put`'s subtract: fully ordered, so every holder's accesses come before its put
+    /// and the last put's destroyer sees them through the release sequence.
+    pub(crate) put: Ordering,
+    /// The last put's NOREF → DEAD exchange on success ([`mark_dead`]).
+    pub(crate) mark_dead: Ordering,
+    /// The fence after a won [`mark_dead`]: `Acquire`, synchronising with every earlier
+    /// put's release (litmus: `fileref-last-put`).
+    pub(crate) after_mark_dead: Fence,
+}
+
+/// The table the counter runs with.
+pub(crate) const ORDERS: Orders = Orders {
+    get: SeqCst,
+    put: SeqCst,
+    mark_dead: Release,
+    after_mark_dead: Fence::Acquire,
+};
+
+/// [`ORDERS`] (in test builds, as the selected broken variant changes it).
+#[inline(always)]
+fn orders() -> Orders {
+    variant_table!(Orders, ORDERS, crate::mutants::file_ref::orders)
+}
+
 /// `get`: one fully ordered add; the cold path decides from its result.
 #[inline]
 pub(crate) fn get<W: Word>(cnt: &W::Atomic) -> bool {
-    let order = if mutant!(GetRelaxed) { Relaxed } else { SeqCst };
-    let new = W::add_one(cnt, order);
+    let new = W::add_one(cnt, orders().get);
     if !new.negative() {
         return true;
     }
@@ -145,9 +177,7 @@ pub(crate) fn get<W: Word>(cnt: &W::Atomic) -> bool {
 #[cold]
 #[inline(never)]
 fn get_slow<W: Word>(cnt: &W::Atomic, new: W) -> bool {
-    if mutant!(NoDriftRepair) {
-        return false;
-    }
+    divert!(NoDriftRepair => false);
     let saturated = new < W::RELEASED;
     pull_back(cnt, new);
     if saturated {
@@ -170,15 +200,20 @@ pub(crate) fn inc<W: Word>(cnt: &W::Atomic) {
 #[inline(never)]
 fn inc_slow<W: Word>(cnt: &W::Atomic, new: W) {
     // An inc that lands on NOREF started from NOREF - 1: drift of a released count.
+    divert!(IncNotSticky => crate::mutants::file_ref::inc_slow_not_sticky::<W>(new));
     let released = new >= W::RELEASED;
-    if !mutant!(IncNotSticky) {
-        pull_back(cnt, new);
-    }
-    warn(if released {
+    pull_back(cnt, new);
+    warn(inc_warning::<W>(released));
+}
+
+/// What an `inc` that left the valid zone reports.
+#[inline(always)]
+pub(crate) fn inc_warning<W: Word>(released: bool) -> Warning {
+    if released {
         Warning::IncOnReleased
     } else {
         Warning::Saturated
-    });
+    }
 }
 
 /// Keeps a count that an add moved out of the valid zone from drifting out of its zone:
@@ -228,8 +263,7 @@ pub(crate) fn repair<W: Word>(cnt: &W::Atomic, from: W, to: W) -> Result<W, W> {
 /// `put`: one fully ordered subtract; the slow path works on the value it returned.
 #[inline]
 pub(crate) fn put<W: Word>(cnt: &W::Atomic) -> bool {
-    let order = if mutant!(PutRelaxed) { Relaxed } else { SeqCst };
-    let new = W::sub_one(cnt, order);
+    let new = W::sub_one(cnt, orders().put);
     if !new.negative() {
         return false;
     }
@@ -240,17 +274,10 @@ pub(crate) fn put<W: Word>(cnt: &W::Atomic) -> bool {
 /// race: "Plugged slow-path race" in the module docs).
 #[cold]
 #[inline(never)]
-fn put_slow<W: Word>(cnt: &W::Atomic, new: W) -> bool {
-    let new = if mutant!(PutRereads) {
-        W::load(cnt, Relaxed)
-    } else {
-        new
-    };
+pub(crate) fn put_slow<W: Word>(cnt: &W::Atomic, new: W) -> bool {
+    divert!(PutRereads => crate::mutants::file_ref::put_slow_rereads::<W>(cnt));
+    divert!(PutStoresDead => crate::mutants::file_ref::put_slow_stores_dead::<W>(cnt, new));
     if new == W::NOREF {
-        if mutant!(PutStoresDead) {
-            W::store(cnt, W::DEAD, Release);
-            return true;
-        }
         return mark_dead::<W>(cnt);
     }
     if new >= W::RELEASED {
@@ -279,15 +306,9 @@ pub(crate) fn resaturate<W: Word>(cnt: &W::Atomic) {
 /// `fileref-last-put`). Only the caller whose exchange succeeds may destroy.
 #[inline(always)]
 pub(crate) fn mark_dead<W: Word>(cnt: &W::Atomic) -> bool {
-    let success = if mutant!(PutRelaxed) {
-        Relaxed
-    } else {
-        Release
-    };
-    if W::cas(cnt, W::NOREF, W::DEAD, success, Relaxed).is_ok() {
-        if !mutant!(PutRelaxed) {
-            crate::sync::fence(Acquire);
-        }
+    let o = orders();
+    if W::cas(cnt, W::NOREF, W::DEAD, o.mark_dead, Relaxed).is_ok() {
+        o.after_mark_dead.issue();
         return true;
     }
     false
@@ -308,10 +329,7 @@ pub(crate) fn close_only_reference<W: Word>(cnt: &W::Atomic) -> bool {
     if W::load(cnt, Relaxed) != W::ONEREF {
         return false;
     }
-    if mutant!(PutCloseStores) {
-        W::store(cnt, W::DEAD, Release);
-        return true;
-    }
+    divert!(PutCloseStores => crate::mutants::file_ref::close_by_store::<W>(cnt));
     W::cas(cnt, W::ONEREF, W::DEAD, AcqRel, Relaxed).is_ok()
 }
 

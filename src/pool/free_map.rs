@@ -29,8 +29,8 @@ use crate::sync::{
 pub(crate) struct FreeMap<const N: usize> {
     // INVARIANT: `taken[i]` is true exactly while one caller of `claim` owns slot `i`
     // (from its successful swap until its `release`).
-    taken: [AtomicBool; N],
-    hint: AtomicU32,
+    pub(super) taken: [AtomicBool; N],
+    pub(super) hint: AtomicU32,
 }
 
 impl<const N: usize> FreeMap<N> {
@@ -52,17 +52,12 @@ impl<const N: usize> FreeMap<N> {
 
     /// Claims a free slot, or `None` when every slot was seen taken.
     pub(crate) fn claim(&self) -> Option<usize> {
+        divert!(CheckThenClaim => super::broken::claim_by_store(self));
         let hint = self.hint.load(Relaxed) as usize;
         let mut i = if hint < N { hint } else { 0 };
         for _ in 0..N {
             if !self.taken[i].load(Relaxed) {
                 pause_point!(AllocAfterProbe);
-                if mutant!(CheckThenClaim) {
-                    // The bug: decide on the load above, then write.
-                    self.taken[i].store(true, Relaxed);
-                    crate::sync::fence(Acquire);
-                    return Some(i);
-                }
                 // Acquire: pairs with the Release in `release`, so the previous owner's
                 // use (and destruction) of the slot happens before ours.
                 if claim_flag(&self.taken[i]) {

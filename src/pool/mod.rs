@@ -96,6 +96,12 @@
 //! Lookups are lock-free, not wait-free: a location replaced over and over can make a
 //! lookup retry for as long as that goes on.
 
+// The broken variants' twins (test builds only), kept with the other variants in
+// `mutants/` but compiled as a child of this module, so a twin reaches what the real
+// function it replaces reaches.
+#[cfg(any(loom, rcuref_mutants, rcuref_static_mutant))]
+#[path = "../mutants/pool.rs"]
+mod broken;
 pub(crate) mod free_map;
 pub mod node;
 
@@ -196,14 +202,7 @@ impl<T, const N: usize> Pool<T, N> {
             return Err(Refused::new(Error::Full, value));
         };
         let slot = &self.slots[i];
-        if mutant!(ZeroingAlloc) {
-            // The bug: clear the slot first (the count becomes 0 = ONEREF, live), then
-            // construct. The pause stands for the constructor's work.
-            slot.refs.init(1);
-            for _ in 0..64 {
-                core::hint::spin_loop();
-            }
-        }
+        divert!(ZeroingAlloc => Ok(broken::alloc_zeroing(self, i, value)));
         // SAFETY: we claimed the slot, so by the type invariant the value is
         // uninitialised and nobody else accesses it: racing readers' gets fail on the
         // dead count and never reach the value.
@@ -450,7 +449,7 @@ impl<'p, T, const N: usize> PoolCell<'p, T, N> {
                 core::hint::spin_loop();
                 continue;
             };
-            if mutant!(NoRecheck) || load_location(&self.cur) == v {
+            if still_names(&self.cur, v) {
                 return Some(h);
             }
             drop(h); // a different object now owns the slot: give it back, retry
@@ -464,6 +463,14 @@ impl<'p, T, const N: usize> PoolCell<'p, T, N> {
 #[inline(always)]
 pub(crate) fn load_location(cur: &AtomicU32) -> u32 {
     cur.load(Ordering::Acquire)
+}
+
+/// The re-check of a lookup: whether the location still names `v`, after the get (whose
+/// full ordering keeps this load after it).
+#[inline(always)]
+fn still_names(cur: &AtomicU32, v: u32) -> bool {
+    divert!(NoRecheck => true);
+    load_location(cur) == v
 }
 
 /// A writer's replacement of a location: an `AcqRel` swap.

@@ -36,9 +36,9 @@ use crate::sync::{
 
 const TAG: u32 = 0x706e_0000;
 /// Free: a claim may take it.
-const FREE: u32 = TAG;
+pub(super) const FREE: u32 = TAG;
 /// Claimed; fields being written; publish moves it on.
-const CLAIMED: u32 = TAG | 1;
+pub(super) const CLAIMED: u32 = TAG | 1;
 /// Published: its count is live (until the last put).
 const LIVE: u32 = TAG | 2;
 /// The last put is running `destroy`; freed after it.
@@ -55,8 +55,8 @@ pub struct Node {
     // * `state` leaves FREE only by a claim's compare-exchange, CLAIMED only by
     //   publish's, and LIVE only by the put that moved the count to DEAD (one context),
     //   so one context at a time owns the object's fields outside LIVE.
-    count: FileRef32,
-    state: AtomicU32,
+    pub(super) count: FileRef32,
+    pub(super) state: AtomicU32,
 }
 
 impl Node {
@@ -75,24 +75,13 @@ impl Node {
     /// The count stays dead, so lookups fail on it until [`publish`](Self::publish).
     #[inline]
     pub fn claim(&self) -> bool {
+        divert!(CheckThenClaim | ZeroingAlloc => super::broken::claim_node(self));
         if self.state.load(Relaxed) != FREE {
             return false;
         }
-        if mutant!(CheckThenClaim) {
-            // The bug: decide on the load above, then write.
-            self.state.store(CLAIMED, Relaxed);
-            crate::sync::fence(Acquire);
-            return true;
-        }
-        let won = self
-            .state
+        self.state
             .compare_exchange(FREE, CLAIMED, Acquire, Relaxed)
-            .is_ok();
-        if won && mutant!(ZeroingAlloc) {
-            // The bug: the count made live at the claim, before the fields are written.
-            self.count.init(1);
-        }
-        won
+            .is_ok()
     }
 
     /// Publishes a claimed node: its count becomes one reference, the caller's, with a
@@ -237,11 +226,18 @@ pub fn lookup<'n, T>(
             core::hint::spin_loop();
             continue; // the location changed: look again
         }
-        // The re-check: after the get, whose full ordering keeps this load after it.
-        if mutant!(NoRecheck) || load() == obj {
+        if still_names(&mut load, obj) {
             return Ok(obj);
         }
         // Another object reuses the node now: not the one this location names.
         node.put(|| destroy(obj));
     }
+}
+
+/// The re-check of a lookup: whether the location still names `obj`, after the get
+/// (whose full ordering keeps this load after it).
+#[inline(always)]
+fn still_names<T>(load: &mut impl FnMut() -> *mut T, obj: *mut T) -> bool {
+    divert!(NoRecheck => true);
+    load() == obj
 }

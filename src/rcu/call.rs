@@ -54,27 +54,27 @@ use crate::sync::{
 use core::mem::MaybeUninit;
 use core::ops::ControlFlow;
 
-const FREE: u32 = 0;
+pub(super) const FREE: u32 = 0;
 const FILLING: u32 = 1;
-const READY: u32 = 2;
+pub(super) const READY: u32 = 2;
 const RUNNING: u32 = 3;
 
 /// One place of the queue.
-struct Place<C> {
+pub(super) struct Place<C> {
     // INVARIANTS:
     // * `value` is initialised exactly while `state` is READY or RUNNING (and, from the
     //   write after the claim until the READY store, while FILLING).
     // * Only the context whose compare-exchange moved `state` out of FREE (to FILLING)
     //   or READY (to RUNNING) accesses `value`, `cookie` and (writes) `seq`, until its
     //   store moves `state` on.
-    state: AtomicU32,
+    pub(super) state: AtomicU32,
     /// The grace period after which the callback is due (a raw cookie of the queue's
     /// domain).
     cookie: AtomicU32,
     /// The queue's `queued` count when the callback was queued. Read by barriers of
     /// other contexts while the place is held elsewhere, so it is an atomic.
     seq: AtomicU32,
-    value: UnsafeCell<MaybeUninit<C>>,
+    pub(super) value: UnsafeCell<MaybeUninit<C>>,
     /// The key the callback was queued with (`call_keyed`; 0: none), read by other
     /// callers while the place is held.
     #[cfg(feature = "debug-callbacks")]
@@ -164,14 +164,60 @@ fn take_place(state: &AtomicU32, from: u32, to: u32) -> bool {
 /// Hands a place on (`Release`: our accesses to its value happen before the next
 /// holder's), after which we no longer touch it.
 #[inline(always)]
-fn hand_on(state: &AtomicU32, to: u32) {
+pub(super) fn hand_on(state: &AtomicU32, to: u32) {
     crate::sync::plain_store!(state, to, Release);
+}
+
+/// A barrier that waited for a grace period begun after callback number `seq` was
+/// queued runs it whatever its cookie says: the cookie of a callback left queued for a
+/// whole lap of the counter reads "not done" again.
+#[inline(always)]
+fn forced_by_barrier(seq: u32, limit: u32, now: u32) -> bool {
+    divert!(CallBarrierTrustsCookies => false);
+    before(seq, limit, now)
+}
+
+/// What frees a running callback's place: a guard that frees it once the callback has
+/// returned or panicked (so a barrier that sees it free sees the callback's effects).
+#[inline(always)]
+fn free_after_run<'a, const N: usize>(
+    state: &'a AtomicU32,
+    rcu: &'a Rcu<N>,
+) -> Option<FreeOnDrop<'a, N>> {
+    divert!(CallFreeBeforeRun => super::broken::free_before_run(state));
+    Some(FreeOnDrop(state, rcu))
+}
+
+/// The orderings of the queue's passes, as one table.
+#[derive(Clone, Copy)]
+pub(super) struct Orders {
+    /// A pass's load of each place's state: `Acquire`, so a place seen FREE was freed
+    /// after its callback returned (`Release`), and a barrier that finds its callbacks'
+    /// places free returns after their effects (the loom model caught a relaxed load).
+    pub(super) scan: crate::sync::Ordering,
+    /// A barrier's load of the count: `Acquire` (the count's read-modify-writes are all
+    /// `Release`, one release sequence), so a number it treats as new was taken by a call
+    /// that happens before the pass, with that call's claim of its place (which acquired
+    /// the free after the place's previous callback returned).
+    pub(super) count: crate::sync::Ordering,
+}
+
+/// The table the queue runs with.
+pub(super) const ORDERS: Orders = Orders {
+    scan: Acquire,
+    count: Acquire,
+};
+
+/// [`ORDERS`] (in test builds, as the selected broken variant changes it).
+#[inline(always)]
+fn orders() -> Orders {
+    variant_table!(Orders, ORDERS, super::broken::call_orders)
 }
 
 /// Frees a RUNNING place when dropped: after the callback returned, or while a panic
 /// in it unwinds (the callback counts as run; the place is not lost). A barrier that
 /// sleeps waiting for it is woken as an unlock would wake it.
-struct FreeOnDrop<'a, const N: usize>(&'a AtomicU32, &'a Rcu<N>);
+pub(super) struct FreeOnDrop<'a, const N: usize>(&'a AtomicU32, &'a Rcu<N>);
 
 impl<const N: usize> Drop for FreeOnDrop<'_, N> {
     fn drop(&mut self) {
@@ -273,28 +319,37 @@ impl<'d, C, const M: usize, const N: usize> CallQueue<'d, C, M, N> {
             self.next.store(((at + 1) % M) as u32, Relaxed);
             #[cfg(feature = "debug-callbacks")]
             p.key.store(key, Relaxed);
-            if mutant!(CallReadyBeforeFilled) {
-                // The bug: a runner may take the place before the callback is in it.
-                hand_on(&p.state, READY);
-            }
-            // SAFETY: our claim moved the place out of FREE, so by the invariant the
-            // value is uninitialised and nobody else touches it until our READY store.
-            p.value.with_mut(|v| unsafe { (*v).write(callback) });
-            // The cookie after the caller's unpublish (program order; `start_poll`
-            // fences), so its grace period covers every section that might see it.
-            p.cookie.store(self.rcu.start_poll().into_raw(), Relaxed);
-            // Release (a read-modify-write, after the claim): a barrier that reads a
-            // count past this one sees the claim, and the caller's unpublish, happen
-            // before its own grace period starts.
-            // Release: a barrier that reads this number (Acquire) sees what this
-            // place's previous callback did (our claim acquired its free).
-            p.seq.store(self.queued.fetch_add(1, Release), Relaxed);
-            // INVARIANT: the value is initialised; a runner that sees READY sees it and
-            // the cookie (a cookie travels with release/acquire to another core).
-            hand_on(&p.state, READY);
+            self.fill(p, callback);
             return Ok(());
         }
         Err(Refused::new(Error::Full, callback))
+    }
+
+    /// Fills place `p`, which the caller has taken FREE → FILLING, with `callback`, and
+    /// hands it on READY.
+    #[inline(always)]
+    pub(super) fn fill(&self, p: &Place<C>, callback: C) {
+        divert!(CallReadyBeforeFilled => super::broken::fill_ready_first(self, p, callback));
+        // SAFETY: our claim moved the place out of FREE, so by the invariant the value is
+        // uninitialised and nobody else touches it until our READY store.
+        p.value.with_mut(|v| unsafe { (*v).write(callback) });
+        self.number(p);
+        // INVARIANT: the value is initialised; a runner that sees READY sees it and the
+        // cookie (a cookie travels with release/acquire to another core).
+        hand_on(&p.state, READY);
+    }
+
+    /// Gives the filled place `p` its cookie and its number.
+    #[inline(always)]
+    pub(super) fn number(&self, p: &Place<C>) {
+        // The cookie after the caller's unpublish (program order; `start_poll` fences),
+        // so its grace period covers every section that might see it.
+        p.cookie.store(self.rcu.start_poll().into_raw(), Relaxed);
+        // Release (a read-modify-write, after the claim): a barrier that reads a count
+        // past this one sees the claim, and the caller's unpublish, happen before its own
+        // grace period starts; and one that reads this number (Acquire) sees what this
+        // place's previous callback did (our claim acquired its free).
+        p.seq.store(self.queued.fetch_add(1, Release), Relaxed);
     }
 
     /// Hands at most `budget` callbacks whose grace period has ended to `run`, in the
@@ -326,9 +381,9 @@ impl<'d, C, const M: usize, const N: usize> CallQueue<'d, C, M, N> {
         // one it waits for sees that earlier callback's effects (the review's finding 1:
         // with the number alone, read relaxed, it need not; `Mutant::CallRelaxedNumber`
         // reads both relaxed, and the loom model catches it).
+        let o = orders();
         let now = match ended_before {
-            Some(_) if mutant!(CallRelaxedNumber) => self.queued.load(Relaxed),
-            Some(_) => self.queued.load(Acquire),
+            Some(_) => self.queued.load(o.count),
             None => 0,
         };
         let number = |p: &Place<C>| p.seq.load(Relaxed);
@@ -345,12 +400,7 @@ impl<'d, C, const M: usize, const N: usize> CallQueue<'d, C, M, N> {
             // so a barrier that finds its callbacks' places free returns after their
             // effects, not merely after their places (the loom model caught a relaxed
             // load here).
-            let scan = if mutant!(CallRelaxedScan) {
-                Relaxed
-            } else {
-                Acquire
-            };
-            match p.state.load(scan) {
+            match p.state.load(o.scan) {
                 READY if r.ran < budget => {}
                 FREE => continue,
                 // Past the budget, or held by a context queueing or running it.
@@ -363,9 +413,7 @@ impl<'d, C, const M: usize, const N: usize> CallQueue<'d, C, M, N> {
                 r.left += usize::from(waited_for(p));
                 continue;
             }
-            let forced = ended_before.is_some_and(|limit| {
-                !mutant!(CallBarrierTrustsCookies) && before(number(p), limit, now)
-            });
+            let forced = ended_before.is_some_and(|limit| forced_by_barrier(number(p), limit, now));
             let cookie = self.rcu.cookie_from_raw(p.cookie.load(Relaxed));
             let due = forced
                 || if polled {
@@ -390,14 +438,7 @@ impl<'d, C, const M: usize, const N: usize> CallQueue<'d, C, M, N> {
             // review of the debug aids: both were refused as queued twice).
             #[cfg(feature = "debug-callbacks")]
             p.key.store(0, Relaxed);
-            if mutant!(CallFreeBeforeRun) {
-                // The bug: a barrier that sees FREE returns while the callback still runs.
-                hand_on(&p.state, FREE);
-                run(callback);
-                r.ran += 1;
-                continue;
-            }
-            let _free = FreeOnDrop(&p.state, self.rcu);
+            let _free = free_after_run(&p.state, self.rcu);
             last_run = Some(at);
             run(callback);
             r.ran += 1;

@@ -28,8 +28,8 @@ pub struct RcuCell<'a, T, const N: usize> {
     // INVARIANT: `ptr` always points to a value that was given to the cell as
     // `&'a mut T` and not yet handed back; every reference handed out by `load` lives no
     // longer than a read section of `rcu` and than the borrow of the cell.
-    rcu: &'a Rcu<N>,
-    ptr: AtomicPtr<T>,
+    pub(super) rcu: &'a Rcu<N>,
+    pub(super) ptr: AtomicPtr<T>,
     _owns: PhantomData<&'a mut T>,
     _invariant: Invariant<'a>,
 }
@@ -92,19 +92,12 @@ impl<'a, T, const N: usize> RcuCell<'a, T, N> {
     /// Publishes `new` and retires the previous value; the old value comes back as
     /// `&'a mut T` from the [`Retired`] once a grace period has passed.
     pub fn replace(&self, new: &'a mut T) -> Retired<'a, T, N> {
-        let early = mutant!(CookieBeforeUnpublish).then(|| self.rcu.start_poll());
+        divert!(CookieBeforeUnpublish => super::broken::replace_cookie_first(self, new));
         let old = publish(&self.ptr, new);
-        let cookie = early.unwrap_or_else(|| self.rcu.start_poll());
-        // SAFETY: `ptr` is never null: it only ever holds references given to the cell.
-        let old = unsafe { NonNull::new_unchecked(old) };
+        let cookie = self.rcu.start_poll();
         // INVARIANT: `old` is unpublished (the swap took it out) and `cookie` was taken
         // after the swap.
-        Retired {
-            old,
-            cookie,
-            _owns: PhantomData,
-            _invariant: PhantomData,
-        }
+        Retired::new(old, cookie)
     }
 
     /// The domain whose read sections protect this cell.
@@ -155,6 +148,21 @@ unsafe impl<T: Send, const N: usize> Send for Retired<'_, T, N> {}
 unsafe impl<T, const N: usize> Sync for Retired<'_, T, N> {}
 
 impl<'a, T, const N: usize> Retired<'a, T, N> {
+    /// The value `old` (what a swap took out of the cell, so never null: the cell only
+    /// ever holds references given to it), to come back after `cookie`'s grace period.
+    /// The caller keeps the invariant: `old` is unpublished and `cookie` was taken after.
+    pub(super) fn new(old: *mut T, cookie: GpCookie<'a, N>) -> Self {
+        // SAFETY: `old` came out of the cell's pointer, which only ever holds references
+        // given to the cell, so it is not null.
+        let old = unsafe { NonNull::new_unchecked(old) };
+        Retired {
+            old,
+            cookie,
+            _owns: PhantomData,
+            _invariant: PhantomData,
+        }
+    }
+
     /// The value back, if its grace period has ended; otherwise `self`. Never blocks.
     ///
     /// # Errors

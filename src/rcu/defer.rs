@@ -281,9 +281,7 @@ impl<'d, T, const M: usize, const N: usize> DeferQueue<'d, T, M, N> {
         // ended too: release them all, without asking their cookies (a value left
         // queued for a whole lap of the counter has a cookie that reads "not done"
         // again for a few steps, which would stop `collect` short).
-        if mutant!(BarrierTrustsOldCookies) {
-            return Ok(self.collect(reclaim)); // the old barrier: stops at an aged cookie
-        }
+        divert!(BarrierTrustsOldCookies => Ok(self.collect(reclaim)));
         Ok(self.release_while(|_| true, reclaim))
     }
 }
@@ -292,11 +290,9 @@ impl<T, const M: usize, const N: usize> Drop for DeferQueue<'_, T, M, N> {
     /// Drops the values whose grace period has already ended (without advancing grace
     /// periods) and leaks the others: a value is never dropped before its grace period.
     fn drop(&mut self) {
-        if mutant!(QueueDropsPending) {
-            return; // the old behaviour: the items' own drop glue drops them all
-        }
-        // First forget every value still waiting, so that nothing a panicking `T::drop`
-        // leaves to the drop glue below can be one of them; then drop the rest.
+        divert!(QueueDropsPending => ()); // (the old queue: the drop glue drops them all)
+                                          // First forget every value still waiting, so that nothing a panicking `T::drop`
+                                          // leaves to the drop glue below can be one of them; then drop the rest.
         let mut i = self.head;
         for _ in 0..self.len {
             if let Some(&(target, _)) = self.items[i].as_ref() {
@@ -329,12 +325,10 @@ impl<T> Unpublished<T> {
 }
 
 impl<T> Drop for Unpublished<T> {
+    /// Nothing: a value still unpublished when this is dropped (a panic unwinding past
+    /// it) must not be dropped before its grace period, so it is leaked.
     fn drop(&mut self) {
-        if mutant!(DeferDropsOnPanic) {
-            // The old behaviour: the value was a plain local, dropped by the unwinding.
-            // SAFETY: dropped once, here; `self` is not used afterwards.
-            unsafe { ManuallyDrop::drop(&mut self.0) };
-        }
+        divert!(DeferDropsOnPanic => super::broken::drop_unpublished(&mut self.0));
     }
 }
 

@@ -107,9 +107,8 @@ impl<const N: usize> Rcu<N> {
     #[cold]
     #[inline(never)]
     fn wake_for(&self, v: u32) {
-        if super::encoding::phase_of(v) == self.phase.0.phase.load(Relaxed)
-            && !mutant!(WakeOnEveryUnlock)
-        {
+        divert!(WakeOnEveryUnlock => self.call_wake_hook());
+        if super::encoding::phase_of(v) == self.phase.0.phase.load(Relaxed) {
             return;
         }
         self.call_wake_hook();
@@ -126,7 +125,7 @@ impl<const N: usize> Rcu<N> {
 
     #[cold]
     #[inline(never)]
-    fn call_wake_hook(&self) {
+    pub(super) fn call_wake_hook(&self) {
         // Take the announcement back first: only one unlock calls the hook for it
         // (the others, and the unlocks of sections the hook itself runs, find 0: a
         // hook that reads the domain does not re-enter itself; the review's finding 1).

@@ -8,7 +8,7 @@ use super::encoding::{
 use super::ops;
 use crate::pad::Line;
 use crate::sync::AtomicU32;
-use crate::sync::Ordering::{Acquire, Relaxed, Release};
+use crate::sync::Ordering::{Acquire, Relaxed};
 
 impl<const N: usize> Rcu<N> {
     /// How many unfinished cookies with distinct targets a domain can have at once (3):
@@ -26,22 +26,9 @@ impl<const N: usize> Rcu<N> {
     /// It starts nothing: grace periods here are driven by whoever polls or waits, so
     /// this is [`get_state`](Self::get_state) under the name Linux callers look for.
     pub fn start_poll(&self) -> GpCookie<'_, N> {
-        let g = ops::cookie_snapshot(&self.gp.0);
-        // A wait already in progress (odd g) started before us and does not count.
-        // (The one-flip variant counts a grace period as one flip and one wait.)
-        let steps = if mutant!(SingleFlip) {
-            STEPS_PER_GP / 2
-        } else {
-            STEPS_PER_GP
-        };
-        let in_progress = if mutant!(CookieCountsWaitInProgress) {
-            0
-        } else {
-            g & 1
-        };
         GpCookie {
             rcu: self,
-            target: plus(g, steps + in_progress),
+            target: cookie_target(ops::cookie_snapshot(&self.gp.0)),
         }
     }
 
@@ -85,16 +72,123 @@ impl<const N: usize> Rcu<N> {
         }
     }
 
+    /// Advances `gp` towards `target` as far as the readers allow, at most `MAX_TRIES`
+    /// attempts, in the rhythm of the module docs: flip, wait for the phase before the
+    /// flip, flip, wait. Any number of contexts may run this at once: each step is a
+    /// compare-exchange from the value it was decided on, so a context stopped anywhere
+    /// in here holds nobody up and can never complete a step on stale facts.
+    ///
+    /// `patient`: the caller is a blocking wait that will come back, so at a wait whose
+    /// heavy fence another driver is issuing it ends this call instead of issuing one
+    /// more (asymmetric-fence mode only; `heavy::in_wait_step`).
+    pub(crate) fn advance(&self, target: u32, patient: bool) {
+        divert!(BustedGracePeriod => super::broken::busted_grace_period(self, target));
+        divert!(StaleFastPath => super::broken::advance_idle_fast_path(self, target, patient));
+        divert!(WriterLock => super::broken::advance_writer_lock(self, target, patient));
+        let (mut reg, mut g) = Registration::new(self);
+        for _ in 0..MAX_TRIES {
+            if reached(g, target) {
+                break;
+            }
+            let moved = if g & 1 == 0 {
+                self.flip(&mut reg, g)
+            } else {
+                self.wait_for_phase(&mut reg, g, patient)
+            };
+            match moved {
+                Some(now) => g = now,
+                None => break,
+            }
+        }
+        reg.finish();
+    }
+
+    /// A flip (`g` even): readers that enter from now on are told apart from those
+    /// already inside by the phase they record. The counter's value after it (this
+    /// step's or another driver's), or `None` when the lap guard holds it back.
+    pub(crate) fn flip(&self, reg: &mut Registration<'_, N>, g: u32) -> Option<u32> {
+        self.step(reg, g)
+    }
+
+    /// A wait (`g` odd): steps once no reader that entered before the flip is still
+    /// inside; `None` when one is (or another driver's heavy fence for this wait is
+    /// under way, or the lap guard holds the step back).
+    pub(crate) fn wait_for_phase(
+        &self,
+        reg: &mut Registration<'_, N>,
+        g: u32,
+        patient: bool,
+    ) -> Option<u32> {
+        self.record_phase(g);
+        // Every reader that could hold something unpublished before this wait's flip is
+        // either seen by this scan or sees the unpublish (the fence pairing in the
+        // module docs).
+        ops::wait_fence();
+        // Asymmetric mode: readers have only a compiler fence; make their cores execute
+        // the barrier now, unless a driver's fence for this wait has already returned
+        // (`heavy`'s module docs). A heavy fence that panics leaves this call through
+        // `reg`'s drop, which leaves its half.
+        if !super::heavy::in_wait_step(self, g, patient) {
+            return None; // another driver's heavy fence for this wait is under way
+        }
+        pause_point!(GpBeforeScan(g));
+        let held = self.old_phase_online(g);
+        pause_point!(GpAfterScan);
+        if held {
+            reg.held_by_a_reader();
+            return None;
+        }
+        self.step(reg, g)
+    }
+
+    /// Tells readers entering from now on to record the phase of the wait at `g`.
+    /// Written only when it changes (twice per grace period), so readers' copies of the
+    /// line stay valid otherwise; a store that lands late (its driver was stopped) only
+    /// makes some wait last longer (module docs, "The phase word").
+    #[inline(always)]
+    pub(crate) fn record_phase(&self, g: u32) {
+        divert!(FrozenPhase => ());
+        ops::set_phase(&self.phase.0.phase, phase(g));
+    }
+
+    /// One scan of the slots: whether a reader is online with the phase before the flip
+    /// that led to the wait at `g`.
+    pub(crate) fn old_phase_online(&self, g: u32) -> bool {
+        let old = phase(g) ^ 1;
+        self.slots.iter().any(|s| {
+            let v = ops::scan_slot(&s.0);
+            online(v) && phase_of(v) == old
+        })
+    }
+
+    /// One step of the counter from `g`, if the lap guard allows it: the counter's value
+    /// after it (this step's, or another driver's that moved it first: progress too).
+    pub(crate) fn step(&self, reg: &mut Registration<'_, N>, g: u32) -> Option<u32> {
+        let next = plus(g, 1);
+        if !self.lap_guard_allows(reg, next) {
+            return None;
+        }
+        // A step into the other half, where nobody is registered now, first forgets any
+        // mark from that half's last lap (asymmetric-fence mode).
+        super::heavy::before_step(self, g, next);
+        let now = match ops::step(&self.gp.0, g, next) {
+            Ok(_) => next,
+            Err(now) => now,
+        };
+        Some(reg.follow(now))
+    }
+
     /// The registration count of half `h` (0 or 1; masked, so no bounds check and no
     /// panic path is compiled in).
     #[inline(always)]
-    fn stepping_in(&self, h: usize) -> &AtomicU32 {
+    pub(crate) fn stepping_in(&self, h: usize) -> &AtomicU32 {
         &self.stepping.0[h & 1]
     }
 
     /// Registers the caller as a driver in the half of the range `gp` is in, and returns
     /// that half and a snapshot of `gp` taken after the registration.
-    fn enter(&self) -> (usize, u32) {
+    pub(crate) fn enter(&self) -> (usize, u32) {
+        divert!(RegisterWithoutRecheck => super::broken::enter_without_recheck(self));
         let mut g = ops::counter_snapshot(&self.gp.0);
         loop {
             let h = half(g);
@@ -103,92 +197,10 @@ impl<const N: usize> Rcu<N> {
             if half(now) == h {
                 return (h, now);
             }
-            if mutant!(RegisterWithoutRecheck) {
-                return (h, now); // registered in a half the counter may have left
-            }
             // `g` was from an earlier visit of that half: register again.
             ops::leave_half(self.stepping_in(h));
             g = now;
         }
-    }
-
-    /// One scan of the slots: (anyone online, anyone online with the phase before the
-    /// flip that led to the wait at `g`).
-    fn scan(&self, g: u32) -> (bool, bool) {
-        let old = phase(g) ^ 1;
-        let (mut any, mut old_online) = (false, false);
-        for s in &self.slots {
-            let v = ops::scan_slot(&s.0);
-            if online(v) {
-                any = true;
-                old_online |= phase_of(v) == old;
-            }
-        }
-        (any, old_online)
-    }
-
-    /// Advances `gp` towards `target` as far as the readers allow, at most `MAX_TRIES`
-    /// attempts. Any number of contexts may run this at once: each step is a
-    /// compare-exchange from the value the step was decided on, so a context stopped
-    /// anywhere in here holds nobody up and can never complete a step on stale facts.
-    ///
-    /// `patient`: the caller is a blocking wait that will come back, so at a wait whose
-    /// heavy fence another driver is issuing it ends this call instead of issuing one
-    /// more (asymmetric-fence mode only; `heavy::in_wait_step`).
-    pub(crate) fn advance(&self, target: u32, patient: bool) {
-        if variants::old_writer_lock_busy() {
-            return;
-        }
-        let (mut reg, mut g) = Registration::new(self);
-        for _ in 0..MAX_TRIES {
-            if reached(g, target) || variants::busted_grace_period(self, target) {
-                break;
-            }
-            let next = plus(g, 1);
-            if g & 1 == 1 {
-                // Readers entering from now on record the new phase. Written only when it
-                // changes (twice per grace period), so readers' copies of the line stay
-                // valid otherwise; a store that lands late (its driver was stopped) only
-                // makes some wait last longer (module docs, "The phase word").
-                ops::set_phase(&self.phase.0.phase, phase(g));
-            }
-            if g & 1 == 1 || variants::scan_at_every_step() {
-                // A wait: every reader that could hold something unpublished before this
-                // wait's flip is either seen by this scan or sees the unpublish (the fence
-                // pairing in the module docs).
-                ops::wait_fence();
-                // Asymmetric mode: readers have only a compiler fence; make their cores
-                // execute the barrier now, unless a driver's fence for this wait has
-                // already returned (`heavy`'s module docs). A heavy fence that panics
-                // leaves this call through `reg`'s drop, which leaves its half.
-                if !super::heavy::in_wait_step(self, g, patient) {
-                    break; // another driver's heavy fence for this wait is under way
-                }
-                pause_point!(GpBeforeScan(g));
-                let (online, old_online) = self.scan(g);
-                pause_point!(GpAfterScan);
-                if variants::stale_fast_path(self, online, target) {
-                    break;
-                }
-                if g & 1 == 1 && old_online {
-                    reg.held_by_a_reader();
-                    break; // a reader from before the flip is still inside
-                }
-            }
-            if !self.lap_guard_allows(&reg, next) {
-                break;
-            }
-            // A step into the other half, where nobody is registered now, first forgets
-            // any mark from that half's last lap (asymmetric-fence mode).
-            super::heavy::before_step(self, g, next);
-            g = match ops::step(&self.gp.0, g, next) {
-                Ok(_) => next,
-                Err(now) => now, // another driver moved it: progress too
-            };
-            g = reg.follow(g);
-        }
-        reg.finish();
-        variants::old_writer_lock_release();
     }
 
     /// The lap guard: the counter may step to `next` unless that enters the other half
@@ -196,10 +208,19 @@ impl<const N: usize> Rcu<N> {
     /// meet again a lap later (ABA).
     #[inline(always)]
     fn lap_guard_allows(&self, reg: &Registration<'_, N>, next: u32) -> bool {
-        half(next) == reg.half
-            || mutant!(NoLapGuard)
-            || ops::registered(self.stepping_in(half(next))) == 0
+        divert!(NoLapGuard => true);
+        half(next) == reg.half || ops::registered(self.stepping_in(half(next))) == 0
     }
+}
+
+/// The target of a cookie taken when the counter read `g`: a whole grace period (two
+/// flips and two waits) from the next flip. A wait already in progress (odd `g`) started
+/// before the caller's unpublish, so it does not count.
+#[inline(always)]
+fn cookie_target(g: u32) -> u32 {
+    divert!(SingleFlip => plus(g, STEPS_PER_GP / 2 + (g & 1)));
+    divert!(CookieCountsWaitInProgress => plus(g, STEPS_PER_GP));
+    plus(g, STEPS_PER_GP + (g & 1))
 }
 
 /// A driver's registration for the lap guard, in one half of the counter's range.
@@ -207,18 +228,18 @@ impl<const N: usize> Rcu<N> {
 /// Left by [`finish`](Self::finish) when a call of `advance` ends, or by `Drop` when a
 /// panic leaves it (a heavy fence that panics, say): a driver that died inside a step
 /// must not pin its half, or the counter could never enter it again and no grace period
-/// would end after one more half-lap (the second review's finding 2).
-struct Registration<'d, const N: usize> {
+/// would end after one more half-lap.
+pub(crate) struct Registration<'d, const N: usize> {
     // INVARIANT: this context is counted once in `rcu.stepping[half]`, and `half` is the
     // half of the snapshot it steps from.
-    rcu: &'d Rcu<N>,
-    half: usize,
+    pub(super) rcu: &'d Rcu<N>,
+    pub(super) half: usize,
 }
 
 impl<'d, const N: usize> Registration<'d, N> {
     /// Registers in the half the counter is in; returns the registration and a snapshot
     /// of the counter taken after it (in that half).
-    fn new(rcu: &'d Rcu<N>) -> (Self, u32) {
+    pub(crate) fn new(rcu: &'d Rcu<N>) -> (Self, u32) {
         let (half, g) = rcu.enter();
         (Registration { rcu, half }, g)
     }
@@ -227,31 +248,26 @@ impl<'d, const N: usize> Registration<'d, N> {
     /// register in the half the counter is in now, and return a fresh snapshot (in the
     /// half registered in); otherwise `g`.
     fn follow(&mut self, g: u32) -> u32 {
-        if half(g) == self.half || mutant!(StaleHalfRegistration) {
-            // (The variant keeps the registration in the half the counter has left.)
+        divert!(StaleHalfRegistration => g);
+        divert!(StaleSnapshotAfterRegister => super::broken::follow_stale(self, g));
+        if half(g) == self.half {
             return g;
         }
         ops::leave_half(self.rcu.stepping_in(self.half));
         let (half, fresh) = self.rcu.enter();
         self.half = half;
-        if mutant!(StaleSnapshotAfterRegister) {
-            return g; // registered where `enter` read, stepping from before
-        }
         fresh
     }
 
     /// A reader from before the flip holds the wait: the call ends here, and its
-    /// registration with it (`finish`).
+    /// registration with it (`finish`). Nothing to do but in a broken variant.
     #[inline(always)]
     fn held_by_a_reader(&self) {
-        if mutant!(RegistrationLeakedWhenBlocked) {
-            // The variant registers once more, a registration nobody ever leaves.
-            ops::register_in_half(self.rcu.stepping_in(self.half), &self.rcu.gp.0);
-        }
+        divert!(RegistrationLeakedWhenBlocked => super::broken::leak_registration(self));
     }
 
     /// Leaves the half: the end of a call.
-    fn finish(self) {
+    pub(crate) fn finish(self) {
         let me = core::mem::ManuallyDrop::new(self);
         ops::leave_half(me.rcu.stepping_in(me.half));
     }
@@ -261,69 +277,8 @@ impl<const N: usize> Drop for Registration<'_, N> {
     /// Only reached when a panic unwinds out of a step (`finish` ends every call that
     /// returns).
     fn drop(&mut self) {
-        if mutant!(RegistrationKeptOnPanic) {
-            return;
-        }
+        divert!(RegistrationKeptOnPanic => ());
         ops::leave_half(self.rcu.stepping_in(self.half));
-    }
-}
-
-/// Broken variants that are not a change of one helper's line: whole designs that no
-/// longer exist (the writer try-lock, the idle fast path) and the grace period that ends
-/// at once (the torture's control). Each folds to nothing in real builds.
-mod variants {
-    use super::{Rcu, Release};
-
-    /// `Mutant::BustedGracePeriod` (rcutorture's `rcu_busted_ops`): the grace period
-    /// ends at once. `true`: the variant stored `target`, and the call ends.
-    #[inline(always)]
-    pub(super) fn busted_grace_period<const N: usize>(rcu: &Rcu<N>, target: u32) -> bool {
-        if mutant!(BustedGracePeriod) {
-            rcu.gp.0.store(target, Release);
-            return true;
-        }
-        false
-    }
-
-    /// `Mutant::StaleFastPath`, the old idle fast path: every step scans, ...
-    #[inline(always)]
-    pub(super) fn scan_at_every_step() -> bool {
-        mutant!(StaleFastPath)
-    }
-
-    /// ... and a scan that found nobody online stores the cookie's target outright: a
-    /// store decided on a scan that may be stale by now, completing cookies taken after
-    /// it. `true`: the call ends.
-    #[inline(always)]
-    pub(super) fn stale_fast_path<const N: usize>(
-        rcu: &Rcu<N>,
-        anyone_online: bool,
-        target: u32,
-    ) -> bool {
-        if mutant!(StaleFastPath) && !anyone_online {
-            rcu.gp.0.store(target, Release);
-            return true;
-        }
-        false
-    }
-
-    /// `Mutant::WriterLock`, the old design's try-lock around the steps: `true` when
-    /// another context holds it, and this call must give up. Always `false` in real code.
-    #[inline(always)]
-    pub(super) fn old_writer_lock_busy() -> bool {
-        #[cfg(any(loom, rcuref_mutants))]
-        return mutant!(WriterLock) && !crate::mutants::old_writer_lock_take();
-        #[cfg(not(any(loom, rcuref_mutants)))]
-        false
-    }
-
-    /// The end of a call that took the old try-lock.
-    #[inline(always)]
-    pub(super) fn old_writer_lock_release() {
-        #[cfg(any(loom, rcuref_mutants))]
-        if mutant!(WriterLock) {
-            crate::mutants::old_writer_lock_release();
-        }
     }
 }
 

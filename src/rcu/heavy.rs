@@ -182,9 +182,7 @@ extern "Rust" {
 #[cfg(all(rcuref_asymmetric_fence, not(loom)))]
 #[inline]
 pub(crate) fn heavy_fence() {
-    if mutant!(SkipHeavyFence) {
-        return;
-    }
+    divert!(SkipHeavyFence => ());
     // SAFETY: the symbol is defined by `set_heavy_fence!`, which forwards to a
     // `HeavyFence` implementation; calling it has no precondition.
     unsafe { _rcuref_heavy_fence_v1() }
@@ -193,7 +191,7 @@ pub(crate) fn heavy_fence() {
 /// What a heavy-fence mark holds when it names no wait: an even value (waits are odd),
 /// so it never equals the wait a driver compares it with.
 #[cfg(all(rcuref_asymmetric_fence, not(loom)))]
-const NO_WAIT: u32 = 0;
+pub(super) const NO_WAIT: u32 = 0;
 
 /// A domain's record of heavy fences (asymmetric-fence builds).
 ///
@@ -209,8 +207,8 @@ const NO_WAIT: u32 = 0;
 ///   depends on it.
 #[cfg(all(rcuref_asymmetric_fence, not(loom)))]
 pub(crate) struct FenceMarks {
-    begun: crate::sync::AtomicU32,
-    returned: crate::sync::AtomicU32,
+    pub(super) begun: crate::sync::AtomicU32,
+    pub(super) returned: crate::sync::AtomicU32,
 }
 
 #[cfg(all(rcuref_asymmetric_fence, not(loom)))]
@@ -228,18 +226,16 @@ impl FenceMarks {
 /// panic, clears `begun` if it still names `g`, so that no waiter holds back for a fence
 /// that is no longer running.
 #[cfg(all(rcuref_asymmetric_fence, not(loom)))]
-struct UnderWay<'a> {
-    begun: &'a crate::sync::AtomicU32,
-    g: u32,
+pub(super) struct UnderWay<'a> {
+    pub(super) begun: &'a crate::sync::AtomicU32,
+    pub(super) g: u32,
 }
 
 #[cfg(all(rcuref_asymmetric_fence, not(loom)))]
 impl Drop for UnderWay<'_> {
     fn drop(&mut self) {
         use crate::sync::Ordering::Relaxed;
-        if mutant!(BegunLeftBehind) {
-            return;
-        }
+        divert!(BegunLeftBehind => ());
         // Only if still ours to clear: a driver that began this wait's fence (or a later
         // wait's) since then keeps its hint.
         let _ = self
@@ -275,12 +271,11 @@ pub(crate) fn before_step<const N: usize>(rcu: &super::Rcu<N>, g: u32, next: u32
     #[cfg(all(rcuref_asymmetric_fence, not(loom)))]
     {
         use crate::sync::Ordering::Relaxed;
+        divert!(MarkKeptAcrossLaps => ());
+        divert!(LateReset => super::broken::late_reset(rcu, g, next));
         // Relaxed: a value other than `g` is newer (coherence with the snapshot `g`), so
         // the exchange from `g` fails; `g` itself lets the reset go ahead, as before.
-        if super::encoding::half(next) != super::encoding::half(g)
-            && !mutant!(MarkKeptAcrossLaps)
-            && (rcu.gp.0.load(Relaxed) == g || mutant!(LateReset))
-        {
+        if super::encoding::half(next) != super::encoding::half(g) && rcu.gp.0.load(Relaxed) == g {
             rcu.fences.0.returned.store(NO_WAIT, Relaxed);
         }
     }
@@ -304,19 +299,20 @@ pub(crate) fn in_wait_step<const N: usize>(rcu: &super::Rcu<N>, g: u32, patient:
     #[cfg(all(rcuref_asymmetric_fence, not(loom)))]
     {
         use crate::sync::Ordering::{Acquire, Relaxed, Release};
+        divert!(HeavyFenceEveryScan | FenceEmptyDomain | ImpatientWaiters | FencedBeforeHeavyFence
+            => super::broken::in_wait_step(rcu, g, patient));
         let marks = &rcu.fences.0;
-        if marks.returned.load(Acquire) == g && !mutant!(HeavyFenceEveryScan) {
+        if marks.returned.load(Acquire) == g {
             return true;
         }
         // No reader can be affected: every slot is free (no `Reader`, no dedicated
         // slot). A reader that claims one later runs a full fence after its claim
         // (`ops::claim`), so its loads see what was unpublished before this step's full
         // fence (module docs, "An empty domain"). Not marked: the next scan looks again.
-        if !mutant!(FenceEmptyDomain) && rcu.slots.iter().all(|s| super::ops::scan_slot(&s.0) == 0)
-        {
+        if rcu.slots.iter().all(|s| super::ops::scan_slot(&s.0) == 0) {
             return true;
         }
-        if patient && marks.begun.load(Relaxed) == g && !mutant!(ImpatientWaiters) {
+        if patient && marks.begun.load(Relaxed) == g {
             return false; // another driver is fencing this wait: no scan, no step
         }
         marks.begun.store(g, Relaxed);
@@ -324,9 +320,6 @@ pub(crate) fn in_wait_step<const N: usize>(rcu: &super::Rcu<N>, g: u32, patient:
             begun: &marks.begun,
             g,
         };
-        if mutant!(FencedBeforeHeavyFence) {
-            marks.returned.store(g, Release); // announced before the fence has run
-        }
         heavy_fence();
         marks.returned.store(g, Release);
     }

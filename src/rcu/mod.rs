@@ -315,6 +315,12 @@
 // memory operations) <- `domain` (the struct) <- `gp` (steps, cookies) <- `wait` (the
 // waiting loop, hooks, futures) <- `readers` (readers, guards, wait contexts) <- the
 // writers' helpers (`cell`, `value`, `defer`); `sections` is the debug section table.
+// The broken variants' tables and twins (test builds only), kept with the other
+// variants in `mutants/` but compiled as a child of this module, so that a twin reaches
+// what the real function it replaces reaches.
+#[cfg(any(loom, rcuref_mutants, rcuref_static_mutant))]
+#[path = "../mutants/rcu.rs"]
+mod broken;
 mod call;
 pub(crate) mod cell;
 mod defer;

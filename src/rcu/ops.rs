@@ -13,9 +13,67 @@
 //! interrupt handler can nest on the slot; test builds can run a handler in each.
 
 use crate::sync::Ordering::{Acquire, Relaxed, SeqCst};
-use crate::sync::{fence, AtomicU32};
+use crate::sync::{fence, AtomicU32, Fence};
 
 use super::encoding::{entered, CLAIMED, ONE_LEVEL};
+
+/// How a store to a reader slot is made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SlotStore {
+    /// [`crate::sync::reader_release_store`]: `Release` (every real store to a slot).
+    Release,
+    /// A relaxed store (only a broken variant's table names it).
+    #[allow(dead_code)]
+    Relaxed,
+}
+
+impl SlotStore {
+    #[inline(always)]
+    fn store(self, slot: &AtomicU32, v: u32) {
+        match self {
+            SlotStore::Release => crate::sync::reader_release_store(slot, v),
+            SlotStore::Relaxed => slot.store(v, Relaxed),
+        }
+    }
+}
+
+/// The read side's ordering choices, as one table; each entry says why, and which
+/// litmus tests check it.
+#[derive(Clone, Copy)]
+pub(crate) struct ReadSide {
+    /// The outermost lock's store: `Release`, like every store to a slot: a scan that
+    /// reads this value (rather than the previous section's unlock) must still
+    /// synchronise with everything before it, the previous section's reads included
+    /// (litmus: `rcu-release-sequence`).
+    pub(crate) lock_store: SlotStore,
+    /// After the outermost lock's store: the reader fence, which pairs with the wait
+    /// step's fence (litmus: `rcu-lock-vs-wait`).
+    pub(crate) after_lock: Fence,
+    /// After a `ContextReader`'s nested store: the reader fence ([`lock_nested_in_context`]).
+    pub(crate) after_nested_in_context: Fence,
+    /// After a won claim: a full fence in the asymmetric mode (a wait step that finds
+    /// every slot free skips its heavy fence; litmus: `asym-empty-domain-skips-the-fence`),
+    /// none otherwise. Claims are rare.
+    pub(crate) after_claim: Fence,
+}
+
+/// The table the read side runs with.
+pub(crate) const READ_SIDE: ReadSide = ReadSide {
+    lock_store: SlotStore::Release,
+    after_lock: Fence::Reader,
+    after_nested_in_context: Fence::Reader,
+    after_claim: if cfg!(all(rcuref_asymmetric_fence, not(loom))) {
+        Fence::Full
+    } else {
+        Fence::None
+    },
+};
+
+/// [`READ_SIDE`] (in test builds, as the selected broken variant changes it).
+#[inline(always)]
+fn read_side() -> ReadSide {
+    variant_table!(ReadSide, READ_SIDE, super::broken::read_side)
+}
 
 /// A reader's look at its own slot (only its owner writes it; an interrupt handler that
 /// nests on it restores it before the interrupted code resumes, so this load and the
@@ -36,18 +94,10 @@ pub(crate) fn lock_outer(slot: &AtomicU32, phase: &AtomicU32) {
     // Any value is safe here (module docs, "The phase word").
     let p = phase.load(Relaxed);
     interrupt_point!(LockAfterPhase, slot);
-    if mutant!(RelaxedLockStore) {
-        slot.store(entered(p), Relaxed);
-    } else {
-        // Release, like every store to a slot: a scan that reads this value (rather than
-        // the previous section's unlock) must still synchronise with everything before
-        // it, the previous section's reads included (litmus: `rcu-release-sequence`).
-        crate::sync::reader_release_store(slot, entered(p));
-    }
+    let o = read_side();
+    o.lock_store.store(slot, entered(p));
     interrupt_point!(LockAfterStore, slot);
-    if !mutant!(NoReaderFence) {
-        crate::sync::reader_fence();
-    }
+    o.after_lock.issue();
     interrupt_point!(LockAfterFence, slot);
 }
 
@@ -65,15 +115,13 @@ pub(crate) fn lock_nested(slot: &AtomicU32, v: u32) {
 /// interrupt handler may nest here having interrupted the outermost lock between its
 /// store and its fence (a trap is not a fence): without this fence its loads could be
 /// performed before the announcement is visible to another core's scan, which would
-/// then miss the slot and free what the handler reads (the second review's finding 1;
-/// litmus: `rcu-irq-in-lock-after-store` and its twin without the fence).
+/// then miss the slot and free what the handler reads (litmus:
+/// `rcu-irq-in-lock-after-store` and its twin without the fence).
 #[inline(always)]
 pub(crate) fn lock_nested_in_context(slot: &AtomicU32, v: u32) {
     crate::sync::reader_release_store(slot, v + ONE_LEVEL);
     interrupt_point!(NestedAfterStore, slot);
-    if !mutant!(NestedWithoutFence) {
-        crate::sync::reader_fence();
-    }
+    read_side().after_nested_in_context.issue();
     interrupt_point!(NestedAfterFence, slot);
 }
 
@@ -98,14 +146,8 @@ pub(crate) fn claim(slot: &AtomicU32) -> bool {
     let won = slot.compare_exchange(0, CLAIMED, Acquire, Relaxed).is_ok();
     if won {
         interrupt_point!(ClaimAfterExchange, slot);
-        // Asymmetric-fence mode: a wait step that finds every slot free skips its heavy
-        // fence (`heavy::in_wait_step`); a reader that claims a slot afterwards orders
-        // its section's loads after the claim with this fence instead (litmus:
-        // `asym-empty-domain-skips-the-fence`). Claims are rare.
-        #[cfg(all(rcuref_asymmetric_fence, not(loom)))]
-        if !mutant!(ClaimWithoutFence) {
-            fence(SeqCst);
-        }
+        // (Asymmetric mode: the fence that stands in for a skipped heavy fence.)
+        read_side().after_claim.issue();
     }
     won
 }
@@ -176,7 +218,7 @@ pub(crate) fn step(gp: &AtomicU32, from: u32, to: u32) -> Result<u32, u32> {
 /// `rcu-phase-word`, where readers may record either value).
 #[inline(always)]
 pub(crate) fn set_phase(phase: &AtomicU32, want: u32) {
-    if phase.load(Relaxed) != want && !mutant!(FrozenPhase) {
+    if phase.load(Relaxed) != want {
         phase.store(want, Relaxed);
     }
 }

@@ -37,8 +37,8 @@ pub struct RcuValue<'d, T, const K: usize, const N: usize> {
     // * `state` and every buffer other than the current one are touched only by the
     //   holder of `writing`; a buffer is `Retired(t)` until `t`'s grace period has ended,
     //   so no reader can still see it when it is dropped and rewritten.
-    rcu: &'d Rcu<N>,
-    current: AtomicU32,
+    pub(super) rcu: &'d Rcu<N>,
+    pub(super) current: AtomicU32,
     writing: AtomicBool,
     state: UnsafeCell<[Buf; K]>,
     bufs: [UnsafeCell<MaybeUninit<T>>; K],
@@ -235,14 +235,25 @@ impl<'d, T, const K: usize, const N: usize> RcuValue<'d, T, K, N> {
         // SAFETY: buffer `i` is empty and not current, and we hold `writing`: nobody else
         // reads or writes it.
         unsafe { (*self.bufs[i].get()).write(value) };
-        let early = mutant!(CookieBeforeUnpublish).then(|| self.rcu.start_poll());
+        self.swap_in(i);
+    }
+
+    /// Publishes buffer `i` and retires the old one. Only with `writing` held.
+    fn swap_in(&self, i: usize) {
+        divert!(CookieBeforeUnpublish => super::broken::swap_in_cookie_first(self, i));
         let old = publish_index(&self.current, i as u32) as usize;
         // After the unpublish (the swap).
-        let cookie = early.unwrap_or_else(|| self.rcu.start_poll());
+        let cookie = self.rcu.start_poll();
+        self.retire(i, old, cookie.into_raw());
+    }
+
+    /// Buffer `i` is current now, `old` retired until the cookie `raw`. Only with
+    /// `writing` held.
+    pub(super) fn retire(&self, i: usize, old: usize, raw: u32) {
         let st = self.state();
         st[i] = Buf::Current;
         // INVARIANT: retired until a grace period that starts after its unpublish.
-        st[old] = Buf::Retired(cookie.into_raw());
+        st[old] = Buf::Retired(raw);
     }
 }
 

@@ -12,6 +12,9 @@
 //!
 //! Normal builds contain none of this: the `mutant!` checks fold to `false`.
 
+// The broken tables and twins, by area (each module is the real code's counterpart).
+pub(crate) mod file_ref;
+
 #[cfg(any(loom, rcuref_mutants))]
 use core::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
@@ -262,19 +265,12 @@ mod hooks {
         ACTIVE.load(Ordering::Relaxed) == m as u8
     }
 
-    static OLD_WRITER_LOCK: core::sync::atomic::AtomicBool =
-        core::sync::atomic::AtomicBool::new(false);
-
-    /// `Mutant::WriterLock`: takes the old design's try-lock around grace-period steps
-    /// (one for the process: the tests that select it use one domain); `false` if
-    /// another context holds it.
-    pub(crate) fn old_writer_lock_take() -> bool {
-        !OLD_WRITER_LOCK.swap(true, Ordering::Acquire)
-    }
-
-    /// Releases the old try-lock.
-    pub(crate) fn old_writer_lock_release() {
-        OLD_WRITER_LOCK.store(false, Ordering::Release);
+    /// The selected variant (`Mutant::None` for the real code).
+    #[inline]
+    pub fn selected() -> Mutant {
+        // `ALL` lists the variants in declaration order, `None` first, and `select`
+        // stores only a variant's discriminant: the index is in range.
+        Mutant::ALL[ACTIVE.load(Ordering::Relaxed) as usize]
     }
 
     static READ_DELAY: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
