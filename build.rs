@@ -13,6 +13,15 @@
 //!   binary asks with `--cfg rcuref_cache_padding`; never with `--cfg
 //!   rcuref_no_cache_padding`.
 //!
+//! * `rcuref_heavy`: the asymmetric-fence mode's heavy fence is compiled in
+//!   (`--cfg rcuref_asymmetric_fence`, and not under loom, which cannot model it).
+//! * `rcuref_hooks`: the run-time test hooks exist: variant selection, pause and
+//!   interrupt points (`--cfg loom` or `--cfg rcuref_mutants`).
+//! * `rcuref_variants`: broken variants can be compiled in, at run time (`rcuref_hooks`)
+//!   or as one constant (`--cfg rcuref_static_mutant`).
+//! * `rcuref_section_table`: the debug table of open sections per thread (feature `std`,
+//!   debug assertions, not loom).
+//!
 //! Cargo gives a build script the target's cfgs, those passed in RUSTFLAGS included, as
 //! `CARGO_CFG_*` variables, and the crate's features as `CARGO_FEATURE_*`.
 
@@ -42,7 +51,26 @@ fn main() {
     println!("cargo::rustc-check-cfg=cfg(rcuref_atomics)");
     println!("cargo::rustc-check-cfg=cfg(rcuref_atomic64)");
     println!("cargo::rustc-check-cfg=cfg(rcuref_pad, values(\"64\", \"128\"))");
+    println!("cargo::rustc-check-cfg=cfg(rcuref_heavy)");
+    println!("cargo::rustc-check-cfg=cfg(rcuref_hooks)");
+    println!("cargo::rustc-check-cfg=cfg(rcuref_variants)");
+    println!("cargo::rustc-check-cfg=cfg(rcuref_section_table)");
     println!("cargo::rerun-if-changed=build.rs");
+
+    let loom = has_cfg("loom");
+    let hooks = loom || has_cfg("rcuref_mutants");
+    if has_cfg("rcuref_asymmetric_fence") && !loom {
+        println!("cargo::rustc-cfg=rcuref_heavy");
+    }
+    if hooks {
+        println!("cargo::rustc-cfg=rcuref_hooks");
+    }
+    if hooks || has_cfg("rcuref_static_mutant") {
+        println!("cargo::rustc-cfg=rcuref_variants");
+    }
+    if feature("std") && has_cfg("debug_assertions") && !loom {
+        println!("cargo::rustc-cfg=rcuref_section_table");
+    }
 
     let has_atomic = cfg_values("target_has_atomic");
     let cs = feature("critical-section");

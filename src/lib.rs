@@ -11,14 +11,14 @@ extern crate std;
 #[allow(unused_macros)] // unused only when the compile_error! below fires
 macro_rules! mutant {
     ($m:ident) => {{
-        #[cfg(any(loom, rcuref_mutants))]
+        #[cfg(rcuref_hooks)]
         let on = $crate::mutants::active($crate::mutants::Mutant::$m);
-        #[cfg(all(rcuref_static_mutant, not(any(loom, rcuref_mutants))))]
+        #[cfg(all(rcuref_static_mutant, not(rcuref_hooks)))]
         let on = {
             const ON: bool = $crate::mutants::is_static($crate::mutants::Mutant::$m);
             ON
         };
-        #[cfg(not(any(loom, rcuref_mutants, rcuref_static_mutant)))]
+        #[cfg(not(rcuref_variants))]
         let on = false;
         on
     }};
@@ -31,14 +31,14 @@ macro_rules! mutant {
 #[allow(unused_macros)]
 macro_rules! variant_table {
     ($ty:ty, $real:expr, $broken:path) => {{
-        #[cfg(any(loom, rcuref_mutants))]
+        #[cfg(rcuref_hooks)]
         let t: $ty = $broken($crate::mutants::selected());
-        #[cfg(all(rcuref_static_mutant, not(any(loom, rcuref_mutants))))]
+        #[cfg(all(rcuref_static_mutant, not(rcuref_hooks)))]
         let t: $ty = {
             const T: $ty = $broken($crate::mutants::STATIC);
             T
         };
-        #[cfg(not(any(loom, rcuref_mutants, rcuref_static_mutant)))]
+        #[cfg(not(rcuref_variants))]
         let t: $ty = $real;
         t
     }};
@@ -51,7 +51,7 @@ macro_rules! variant_table {
 #[allow(unused_macros)]
 macro_rules! divert {
     ($($m:ident)|+ => $broken:expr) => {
-        #[cfg(any(loom, rcuref_mutants, rcuref_static_mutant))]
+        #[cfg(rcuref_variants)]
         if $(mutant!($m))||+ {
             return $broken;
         }
@@ -91,7 +91,7 @@ macro_rules! array_of {
 #[allow(unused_macros)]
 macro_rules! interrupt_point {
     ($gap:ident, $slot:expr) => {
-        #[cfg(any(loom, rcuref_mutants))]
+        #[cfg(rcuref_hooks)]
         $crate::mutants::interrupt($crate::mutants::Gap::$gap, $slot);
     };
 }
@@ -111,7 +111,7 @@ macro_rules! pause_point {
 #[allow(unused_macros)]
 macro_rules! read_delay_point {
     () => {
-        #[cfg(any(loom, rcuref_mutants))]
+        #[cfg(rcuref_hooks)]
         $crate::mutants::read_delay();
     };
 }
@@ -135,7 +135,7 @@ compile_error!(
 mod sync;
 
 // Test builds only (loom, mutation testing, static variants for the litmus suite).
-#[cfg(any(loom, rcuref_mutants, rcuref_static_mutant))]
+#[cfg(rcuref_variants)]
 #[doc(hidden)]
 pub mod mutants;
 

@@ -430,7 +430,7 @@ macro_rules! zoned_ref {
 
             /// A count holding exactly `raw`, zone edges included: `from_raw` before the
             /// second review's finding 4, kept for the tests that must catch it.
-            #[cfg(any(loom, rcuref_mutants))]
+            #[cfg(rcuref_hooks)]
             #[doc(hidden)]
             #[must_use]
             pub fn from_raw_verbatim(raw: $int) -> Self {

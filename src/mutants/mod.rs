@@ -15,7 +15,7 @@
 // The broken tables and twins, by area (each module is the real code's counterpart).
 pub(crate) mod file_ref;
 
-#[cfg(any(loom, rcuref_mutants))]
+#[cfg(rcuref_hooks)]
 use core::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
 /// Defines `Mutant` and its names, so a variant can be chosen by name at build time.
@@ -248,7 +248,7 @@ mutants! {
 }
 
 /// The run-time parts: selection, pause and interrupt points, test knobs.
-#[cfg(any(loom, rcuref_mutants))]
+#[cfg(rcuref_hooks)]
 mod hooks {
     use super::*;
 
@@ -466,5 +466,5 @@ mod hooks {
         f(IRQ_ARG.load(Ordering::Relaxed));
     }
 }
-#[cfg(any(loom, rcuref_mutants))]
+#[cfg(rcuref_hooks)]
 pub use hooks::*;

@@ -142,7 +142,7 @@ pub(crate) fn leak_registration<const N: usize>(reg: &Registration<'_, N>) {
 
 /// `Mutant::LateReset`, **not a bug**: a driver that crossed into a half resets the mark
 /// even when the counter has already left its snapshot, wiping a mark of the new lap.
-#[cfg(all(rcuref_asymmetric_fence, not(loom)))]
+#[cfg(rcuref_heavy)]
 pub(crate) fn late_reset<const N: usize>(rcu: &Rcu<N>, g: u32, next: u32) {
     if half(next) != half(g) {
         rcu.fences
@@ -156,7 +156,7 @@ pub(crate) fn late_reset<const N: usize>(rcu: &Rcu<N>, g: u32, next: u32) {
 /// fence shared), `FenceEmptyDomain` (a fence though every slot is free),
 /// `ImpatientWaiters` (a blocking waiter fences beside another driver's fence) and
 /// `FencedBeforeHeavyFence` (marked returned before the fence has run).
-#[cfg(all(rcuref_asymmetric_fence, not(loom)))]
+#[cfg(rcuref_heavy)]
 pub(crate) fn in_wait_step<const N: usize>(rcu: &Rcu<N>, g: u32, patient: bool) -> bool {
     use crate::sync::Ordering::{Acquire, Relaxed};
     let marks = &rcu.fences.0;

@@ -99,7 +99,7 @@
 // The broken variants' twins (test builds only), kept with the other variants in
 // `mutants/` but compiled as a child of this module, so a twin reaches what the real
 // function it replaces reaches.
-#[cfg(any(loom, rcuref_mutants, rcuref_static_mutant))]
+#[cfg(rcuref_variants)]
 #[path = "../mutants/pool.rs"]
 mod broken;
 pub(crate) mod free_map;

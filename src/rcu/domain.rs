@@ -43,10 +43,10 @@ pub struct Rcu<const N: usize> {
     pub(super) phase: Line<ReadMostly>,
     pub(super) gp: Line<AtomicU32>,
     pub(super) stepping: Line<[AtomicU32; 2]>,
-    #[cfg(all(rcuref_asymmetric_fence, not(loom)))]
+    #[cfg(rcuref_heavy)]
     pub(super) fences: Line<super::heavy::FenceMarks>,
     /// A process-unique number for the debug section table (see `section_key`).
-    #[cfg(all(feature = "std", debug_assertions, not(loom)))]
+    #[cfg(rcuref_section_table)]
     serial: super::sections::Serial,
     pub(super) slots: [Line<AtomicU32>; N],
     /// How many of the first slots are dedicated to `ContextReader`s.
@@ -193,9 +193,9 @@ impl<const N: usize> Rcu<N> {
                 }),
                 gp: Line(AtomicU32::new(g)),
                 stepping: Line([AtomicU32::new(0), AtomicU32::new(0)]),
-                #[cfg(all(rcuref_asymmetric_fence, not(loom)))]
+                #[cfg(rcuref_heavy)]
                 fences: Line(super::heavy::FenceMarks::new()),
-                #[cfg(all(feature = "std", debug_assertions, not(loom)))]
+                #[cfg(rcuref_section_table)]
                 serial: super::sections::Serial::new(),
                 slots: array_of!(Line(AtomicU32::new(0)); N),
                 dedicated: 0,
@@ -231,7 +231,7 @@ impl<const N: usize> Rcu<N> {
 
     /// The address of slot `i`'s word, which names the slot to
     /// `mutants::set_interrupt` (test builds only).
-    #[cfg(any(loom, rcuref_mutants))]
+    #[cfg(rcuref_hooks)]
     #[doc(hidden)]
     pub fn slot_addr(&self, i: usize) -> usize {
         &self.slots[i].0 as *const AtomicU32 as usize
@@ -243,9 +243,9 @@ impl<const N: usize> Rcu<N> {
     /// that track sections.
     #[inline(always)]
     pub(super) fn section_key(&self) -> (usize, u32) {
-        #[cfg(all(feature = "std", debug_assertions, not(loom)))]
+        #[cfg(rcuref_section_table)]
         let id = self.serial.get();
-        #[cfg(not(all(feature = "std", debug_assertions, not(loom))))]
+        #[cfg(not(rcuref_section_table))]
         let id = 0;
         (self as *const Self as usize, id)
     }

@@ -56,9 +56,9 @@ pub(crate) const MAX_TRIES: u32 = 2 * STEPS_PER_GP;
 /// make laps short (`mutants::set_gp_bits`).
 #[inline(always)]
 pub(crate) fn mask() -> u32 {
-    #[cfg(any(loom, rcuref_mutants))]
+    #[cfg(rcuref_hooks)]
     let m = crate::mutants::gp_mask();
-    #[cfg(not(any(loom, rcuref_mutants)))]
+    #[cfg(not(rcuref_hooks))]
     let m = u32::MAX;
     m
 }

@@ -173,13 +173,13 @@ macro_rules! set_heavy_fence {
     };
 }
 
-#[cfg(all(rcuref_asymmetric_fence, not(loom)))]
+#[cfg(rcuref_heavy)]
 extern "Rust" {
     fn _rcuref_heavy_fence_v1();
 }
 
 /// The binary's heavy fence (under `--cfg rcuref_asymmetric_fence`).
-#[cfg(all(rcuref_asymmetric_fence, not(loom)))]
+#[cfg(rcuref_heavy)]
 #[inline]
 pub(crate) fn heavy_fence() {
     divert!(SkipHeavyFence => ());
@@ -190,7 +190,7 @@ pub(crate) fn heavy_fence() {
 
 /// What a heavy-fence mark holds when it names no wait: an even value (waits are odd),
 /// so it never equals the wait a driver compares it with.
-#[cfg(all(rcuref_asymmetric_fence, not(loom)))]
+#[cfg(rcuref_heavy)]
 pub(super) const NO_WAIT: u32 = 0;
 
 /// A domain's record of heavy fences (asymmetric-fence builds).
@@ -205,13 +205,13 @@ pub(super) const NO_WAIT: u32 = 0;
 ///   as that driver knows, not yet left: a driver clears it (if it still names its wait)
 ///   when its fence returns or panics. A hint for blocking waiters; nothing about safety
 ///   depends on it.
-#[cfg(all(rcuref_asymmetric_fence, not(loom)))]
+#[cfg(rcuref_heavy)]
 pub(crate) struct FenceMarks {
     pub(super) begun: crate::sync::AtomicU32,
     pub(super) returned: crate::sync::AtomicU32,
 }
 
-#[cfg(all(rcuref_asymmetric_fence, not(loom)))]
+#[cfg(rcuref_heavy)]
 impl FenceMarks {
     /// No fence yet.
     pub(crate) const fn new() -> Self {
@@ -225,13 +225,13 @@ impl FenceMarks {
 /// A driver's heavy fence for wait `g`, under way: leaving it, by returning or by a
 /// panic, clears `begun` if it still names `g`, so that no waiter holds back for a fence
 /// that is no longer running.
-#[cfg(all(rcuref_asymmetric_fence, not(loom)))]
+#[cfg(rcuref_heavy)]
 pub(super) struct UnderWay<'a> {
     pub(super) begun: &'a crate::sync::AtomicU32,
     pub(super) g: u32,
 }
 
-#[cfg(all(rcuref_asymmetric_fence, not(loom)))]
+#[cfg(rcuref_heavy)]
 impl Drop for UnderWay<'_> {
     fn drop(&mut self) {
         use crate::sync::Ordering::Relaxed;
@@ -268,7 +268,7 @@ impl Drop for UnderWay<'_> {
 #[inline(always)]
 #[allow(unused_variables)]
 pub(crate) fn before_step<const N: usize>(rcu: &super::Rcu<N>, g: u32, next: u32) {
-    #[cfg(all(rcuref_asymmetric_fence, not(loom)))]
+    #[cfg(rcuref_heavy)]
     {
         use crate::sync::Ordering::Relaxed;
         divert!(MarkKeptAcrossLaps => ());
@@ -296,7 +296,7 @@ pub(crate) fn before_step<const N: usize>(rcu: &super::Rcu<N>, g: u32, next: u32
 #[inline(always)]
 #[allow(unused_variables)]
 pub(crate) fn in_wait_step<const N: usize>(rcu: &super::Rcu<N>, g: u32, patient: bool) -> bool {
-    #[cfg(all(rcuref_asymmetric_fence, not(loom)))]
+    #[cfg(rcuref_heavy)]
     {
         use crate::sync::Ordering::{Acquire, Relaxed, Release};
         divert!(HeavyFenceEveryScan | FenceEmptyDomain | ImpatientWaiters | FencedBeforeHeavyFence

@@ -318,7 +318,7 @@
 // The broken variants' tables and twins (test builds only), kept with the other
 // variants in `mutants/` but compiled as a child of this module, so that a twin reaches
 // what the real function it replaces reaches.
-#[cfg(any(loom, rcuref_mutants, rcuref_static_mutant))]
+#[cfg(rcuref_variants)]
 #[path = "../mutants/rcu.rs"]
 mod broken;
 mod call;

@@ -62,7 +62,7 @@ pub(crate) const READ_SIDE: ReadSide = ReadSide {
     lock_store: SlotStore::Release,
     after_lock: Fence::Reader,
     after_nested_in_context: Fence::Reader,
-    after_claim: if cfg!(all(rcuref_asymmetric_fence, not(loom))) {
+    after_claim: if cfg!(rcuref_heavy) {
         Fence::Full
     } else {
         Fence::None

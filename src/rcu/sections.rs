@@ -11,7 +11,7 @@
 /// reads on the same thread, and an outermost guard that such a handler leaks leaves
 /// the thread's count raised, so later waits on that thread are refused with
 /// `InReadSection` (a refusal, never a missed section of the slot itself).
-#[cfg(all(feature = "std", debug_assertions, not(loom)))]
+#[cfg(rcuref_section_table)]
 mod open_sections {
     use core::cell::Cell;
     use portable_atomic::{AtomicU32, Ordering::Relaxed};
@@ -71,7 +71,7 @@ mod open_sections {
 }
 
 /// Elsewhere: nothing to track (see the `std` version above).
-#[cfg(not(all(feature = "std", debug_assertions, not(loom))))]
+#[cfg(not(rcuref_section_table))]
 mod open_sections {
     #[inline(always)]
     pub(crate) fn entered(_: (usize, u32)) {}
@@ -83,6 +83,6 @@ mod open_sections {
     }
 }
 
-#[cfg(all(feature = "std", debug_assertions, not(loom)))]
+#[cfg(rcuref_section_table)]
 pub(crate) use open_sections::Serial;
 pub(crate) use open_sections::{any, entered, left};

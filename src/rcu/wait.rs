@@ -242,7 +242,7 @@ impl<'c, 'd, const N: usize> Waiting<'c, 'd, N> {
         // before its load of the announcement (store buffering): the heavy fence makes
         // the reader's core order the two, so either the scan sees the unlock or the
         // unlock sees the announcement.
-        #[cfg(all(rcuref_asymmetric_fence, not(loom)))]
+        #[cfg(rcuref_heavy)]
         super::heavy::heavy_fence();
         if self.until.is_some_and(|done| done()) {
             return;
