@@ -6,9 +6,12 @@ use super::encoding::{
     STEPS_PER_GP,
 };
 use super::ops;
+use super::wait::Waiting;
+use crate::error::Error;
 use crate::pad::Line;
 use crate::sync::AtomicU32;
 use crate::sync::Ordering::{Acquire, Relaxed};
+use core::ops::ControlFlow;
 
 impl<const N: usize> Rcu<N> {
     /// How many unfinished cookies with distinct targets a domain can have at once (3):
@@ -212,6 +215,55 @@ impl<const N: usize> Rcu<N> {
         half(next) == reg.half || ops::registered(self.stepping_in(half(next))) == 0
     }
 }
+
+// The blocking wait: the loop every `synchronize`, `cond_synchronize` and barrier runs,
+// polling the cookie (each poll `advance`s as far as the readers allow) and backing off.
+
+/// Polls `cookie` until it is done, asking `hook` between attempts whether to go on, with
+/// a growing spin between attempts (`backoff`). The caller has checked that it may wait.
+pub(crate) fn until_done<const N: usize>(
+    cookie: GpCookie<'_, N>,
+    mut hook: impl FnMut(&Waiting<'_, '_, N>) -> ControlFlow<()>,
+) -> Result<(), Error> {
+    let mut attempts = 0u32;
+    while !cookie.poll_as(attempts < PATIENCE) {
+        attempts = attempts.saturating_add(1);
+        let w = Waiting::new(&cookie, attempts);
+        if hook(&w).is_break() {
+            return Err(Error::GaveUp);
+        }
+        backoff(attempts);
+    }
+    Ok(())
+}
+
+/// Spin-loop hints after failed attempt number `attempts` of a blocking wait: 1, 2, 4 …
+/// up to `MAX_BACKOFF`. Each attempt scans every reader slot, and a scan takes each
+/// reader's cache line away from its core (the reader's next store must fetch it back),
+/// so a waiting writer that scanned back to back would slow the very sections it waits
+/// for (docs/design.md, "blocking waits back off"; docs/bench/REPORT.md, "under a
+/// writer").
+#[inline]
+fn backoff(attempts: u32) {
+    #[cfg(not(loom))]
+    for _ in 0..(1u32 << attempts.min(BACKOFF_SHIFT)).min(MAX_BACKOFF) {
+        core::hint::spin_loop();
+    }
+    #[cfg(loom)]
+    let _ = attempts;
+}
+
+/// The most spin-loop hints between two attempts of a blocking wait (a few hundred
+/// nanoseconds to a few microseconds, depending on the core).
+#[cfg(not(loom))]
+const MAX_BACKOFF: u32 = 64;
+/// Attempts for which a blocking wait leaves a wait's heavy fence to the driver already
+/// issuing it (asymmetric-fence mode, `heavy::in_wait_step`); after that it fences for
+/// itself, so a driver stopped inside its fence holds the others up only this long.
+const PATIENCE: u32 = 1024;
+/// `2^BACKOFF_SHIFT >= MAX_BACKOFF`: where the doubling stops.
+#[cfg(not(loom))]
+const BACKOFF_SHIFT: u32 = 6;
 
 /// The target of a cookie taken when the counter read `g`: a whole grace period (two
 /// flips and two waits) from the next flip. A wait already in progress (odd `g`) started

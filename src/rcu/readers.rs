@@ -639,7 +639,7 @@ impl<'d, const N: usize> At<'d, N> {
         hook: impl FnMut(&Waiting<'_, '_, N>) -> ControlFlow<()>,
     ) -> Result<(), Error> {
         self.may_wait(self.rcu)?;
-        super::wait::until_done(self.rcu.start_poll(), hook)
+        super::gp::until_done(self.rcu.start_poll(), hook)
     }
 
     /// Waits through this slot until `cookie` is done. A cookie of another domain is
@@ -658,7 +658,7 @@ impl<'d, const N: usize> At<'d, N> {
             return Ok(()); // nothing to wait for: no deadlock possible
         }
         self.may_wait(cookie.rcu)?;
-        super::wait::until_done(cookie, hook)
+        super::gp::until_done(cookie, hook)
     }
 }
 

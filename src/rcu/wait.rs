@@ -2,7 +2,6 @@
 //! `rcu` module docs, "Writers, interrupts and waiting", say how to use them).
 
 use super::gp::{GpCookie, Holdouts};
-use crate::error::Error;
 use core::future::Future;
 use core::ops::ControlFlow;
 use core::pin::Pin;
@@ -143,24 +142,6 @@ impl<C> core::fmt::Debug for Deadline<C> {
     }
 }
 
-/// Polls `cookie` until it is done, asking `hook` between attempts whether to go on, with
-/// a growing spin between attempts (`backoff`). The caller has checked that it may wait.
-pub(crate) fn until_done<const N: usize>(
-    cookie: GpCookie<'_, N>,
-    mut hook: impl FnMut(&Waiting<'_, '_, N>) -> ControlFlow<()>,
-) -> Result<(), Error> {
-    let mut attempts = 0u32;
-    while !cookie.poll_as(attempts < PATIENCE) {
-        attempts = attempts.saturating_add(1);
-        let w = Waiting::new(&cookie, attempts);
-        if hook(&w).is_break() {
-            return Err(Error::GaveUp);
-        }
-        backoff(attempts);
-    }
-    Ok(())
-}
-
 /// The state of a blocking wait, shown to its hook between attempts (see
 /// [`Reader::synchronize`](super::Reader::synchronize)).
 pub struct Waiting<'c, 'd, const N: usize> {
@@ -253,34 +234,6 @@ impl<'c, 'd, const N: usize> Waiting<'c, 'd, N> {
         sleep();
     }
 }
-
-/// Spin-loop hints after failed attempt number `attempts` of a blocking wait: 1, 2, 4 …
-/// up to `MAX_BACKOFF`. Each attempt scans every reader slot, and a scan takes each
-/// reader's cache line away from its core (the reader's next store must fetch it back),
-/// so a waiting writer that scanned back to back would slow the very sections it waits
-/// for (docs/design.md, "blocking waits back off"; docs/bench/REPORT.md, "under a
-/// writer").
-#[inline]
-fn backoff(attempts: u32) {
-    #[cfg(not(loom))]
-    for _ in 0..(1u32 << attempts.min(BACKOFF_SHIFT)).min(MAX_BACKOFF) {
-        core::hint::spin_loop();
-    }
-    #[cfg(loom)]
-    let _ = attempts;
-}
-
-/// The most spin-loop hints between two attempts of a blocking wait (a few hundred
-/// nanoseconds to a few microseconds, depending on the core).
-#[cfg(not(loom))]
-const MAX_BACKOFF: u32 = 64;
-/// Attempts for which a blocking wait leaves a wait's heavy fence to the driver already
-/// issuing it (asymmetric-fence mode, `heavy::in_wait_step`); after that it fences for
-/// itself, so a driver stopped inside its fence holds the others up only this long.
-const PATIENCE: u32 = 1024;
-/// `2^BACKOFF_SHIFT >= MAX_BACKOFF`: where the doubling stops.
-#[cfg(not(loom))]
-const BACKOFF_SHIFT: u32 = 6;
 
 /// A wait hook that never gives up: it spins for `spins` attempts, then sleeps through
 /// `sleep` between attempts ([`Waiting::sleep`]: only while the grace period has not
