@@ -6,8 +6,8 @@
 //! slot, is refused).
 
 use crate::{
-    code, context, domain, hook_fn, rcuref_ctx, rcuref_rcu, rcuref_wait_hook, Ctx, DOMAIN_SLOTS,
-    RCU, RCUREF_EINVAL, RCUREF_OK, RUNNING_CALLBACKS,
+    code, context, domain, hook_fn, or_return, rcuref_ctx, rcuref_rcu, rcuref_wait_hook, Ctx,
+    DOMAIN_SLOTS, RCU, RCUREF_EINVAL, RCUREF_OK, RUNNING_CALLBACKS,
 };
 use core::ffi::c_void;
 use portable_atomic::{AtomicU32, Ordering::Relaxed};
@@ -71,10 +71,7 @@ pub unsafe extern "C" fn rcuref_call_rcu(
     func: rcuref_callback,
     arg: *mut c_void,
 ) -> i32 {
-    let (i, _) = match domain(d) {
-        Ok(x) => x,
-        Err(e) => return e,
-    };
+    let (i, _) = or_return!(domain(d));
     let Some(func) = func else {
         return RCUREF_EINVAL;
     };
@@ -99,10 +96,8 @@ pub unsafe extern "C" fn rcuref_call_rcu(
 #[no_mangle]
 pub unsafe extern "C" fn rcuref_call_rcu_run(ctx: *const rcuref_ctx) -> i32 {
     // SAFETY: the caller's promise.
-    match unsafe { context(ctx) } {
-        Ok(c) => ran_count(run(&c, usize::MAX).ran),
-        Err(e) => e,
-    }
+    let c = or_return!(unsafe { context(ctx) });
+    ran_count(run(&c, usize::MAX).ran)
 }
 
 /// `rcuref_call_rcu_run` with a budget: runs at most `budget` callbacks whose grace
@@ -193,10 +188,7 @@ pub unsafe extern "C" fn rcuref_rcu_barrier(
     hook_ctx: *mut c_void,
 ) -> i32 {
     // SAFETY: the caller's promise.
-    let c = match unsafe { context(ctx) } {
-        Ok(c) => c,
-        Err(e) => return e,
-    };
+    let c = or_return!(unsafe { context(ctx) });
     if c.owner_in_callbacks() {
         return crate::RCUREF_EINCALLBACK;
     }

@@ -7,7 +7,8 @@
 //! instead of ending a section someone else began.
 
 use crate::config::{DOMAINS, TOKENS};
-use crate::{code, domain, rcuref_rcu, DOMAIN_SLOTS, RCUREF_EINVAL, RCUREF_OK, SLOTS};
+use crate::SLOTS;
+use crate::{code, domain, or_return, rcuref_rcu, valid, DOMAIN_SLOTS, RCUREF_EINVAL, RCUREF_OK};
 use crate::{RCUREF_EDOMAIN, RCUREF_ENOTLOCKED};
 use core::cell::UnsafeCell;
 use core::mem::MaybeUninit;
@@ -92,13 +93,8 @@ pub unsafe extern "C" fn rcuref_down_read(
     d: *const rcuref_rcu,
     out: *mut rcuref_read_token,
 ) -> i32 {
-    let (index, rcu) = match domain(d) {
-        Ok(x) => x,
-        Err(e) => return e,
-    };
-    if out.is_null() || !out.is_aligned() {
-        return RCUREF_EINVAL;
-    }
+    let (index, rcu) = or_return!(domain(d));
+    or_return!(valid(out));
     let token = match rcu.down_read() {
         Ok(t) => t,
         Err(e) => return code(e), // every free slot taken: RCUREF_EFULL
@@ -141,9 +137,7 @@ pub unsafe extern "C" fn rcuref_down_read(
 /// `t` is null or points to a readable and writable `rcuref_read_token`.
 #[no_mangle]
 pub unsafe extern "C" fn rcuref_up_read(t: *mut rcuref_read_token) -> i32 {
-    if t.is_null() || !t.is_aligned() {
-        return RCUREF_EINVAL;
-    }
+    or_return!(valid(t));
     // SAFETY: the caller's promise: a readable token (aligned: checked).
     let tok = unsafe { t.read() };
     if tok.domain & 0xFFFF_0000 != TOKEN_TAG || (tok.place != ENDED && tok.seq & 1 == 0) {

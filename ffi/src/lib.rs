@@ -140,6 +140,29 @@ fn code(e: Error) -> i32 {
     }
 }
 
+/// The value of `$r`, a `Result<_, i32>`, or a return of its code from the calling
+/// function: the prologue of every function that looks up its context, domain or pool
+/// (and checks its pointers, [`valid`]) before it acts, so that an error changes nothing.
+macro_rules! or_return {
+    ($r:expr) => {
+        match $r {
+            Ok(v) => v,
+            Err(code) => return code,
+        }
+    };
+}
+pub(crate) use or_return;
+
+/// `RCUREF_EINVAL` for a pointer that cannot point to a `T`: null or misaligned (every
+/// pointer argument is checked so before anything is done).
+pub(crate) fn valid<T>(p: *const T) -> Result<(), i32> {
+    if p.is_null() || !p.is_aligned() {
+        Err(RCUREF_EINVAL)
+    } else {
+        Ok(())
+    }
+}
+
 // ---- file references -------------------------------------------------------------
 
 /// A 32-bit zoned reference count (Linux's `file_ref_t`). Storage only: initialise it
@@ -451,9 +474,7 @@ impl Ctx {
 /// # Safety
 /// `c` is null or points to a readable `rcuref_ctx`.
 pub(crate) unsafe fn context(c: *const rcuref_ctx) -> Result<Ctx, i32> {
-    if c.is_null() || !c.is_aligned() {
-        return Err(RCUREF_EINVAL);
-    }
+    valid(c)?;
     // SAFETY: the caller's promise: a readable context (aligned: checked).
     let c = unsafe { c.read() };
     let (index, rcu) = domain(c.domain)?;
@@ -490,14 +511,11 @@ pub unsafe extern "C" fn rcuref_ctx_open(
     owner: usize,
     out: *mut rcuref_ctx,
 ) -> i32 {
-    let (index, _) = match domain(d) {
-        Ok(x) => x,
-        Err(e) => return e,
-    };
+    let (index, _) = or_return!(domain(d));
     if slot as usize >= SLOTS {
         return RCUREF_ERANGE;
     }
-    if owner == 0 || owner == CLOSING || out.is_null() || !out.is_aligned() {
+    if owner == 0 || owner == CLOSING || valid(out).is_err() {
         return RCUREF_EINVAL;
     }
     let word = &OWNERS[index][slot as usize];
@@ -527,10 +545,7 @@ pub unsafe extern "C" fn rcuref_ctx_open(
 #[no_mangle]
 pub unsafe extern "C" fn rcuref_ctx_close(ctx: *const rcuref_ctx) -> i32 {
     // SAFETY: the caller's promise.
-    let c = match unsafe { context(ctx) } {
-        Ok(c) => c,
-        Err(e) => return e,
-    };
+    let c = or_return!(unsafe { context(ctx) });
     // First take the slot from its owner, so that a lock that an interrupt handler
     // running this close interrupted (between its owner check and its enter) finds the
     // owner gone when it looks again after entering, and backs out; then decide.
@@ -626,10 +641,7 @@ pub extern "C" fn rcuref_rcu_slots(d: *const rcuref_rcu) -> u32 {
 #[no_mangle]
 pub unsafe extern "C" fn rcuref_read_lock(ctx: *const rcuref_ctx) -> i32 {
     // SAFETY: the caller's promise.
-    let c = match unsafe { context(ctx) } {
-        Ok(c) => c,
-        Err(e) => return e,
-    };
+    let c = or_return!(unsafe { context(ctx) });
     let r = c.reader();
     if let Err(e) = r.enter() {
         return code(e);
@@ -660,13 +672,11 @@ pub unsafe extern "C" fn rcuref_read_lock(ctx: *const rcuref_ctx) -> i32 {
 #[no_mangle]
 pub unsafe extern "C" fn rcuref_read_unlock(ctx: *const rcuref_ctx) -> i32 {
     // SAFETY: the caller's promise.
-    match unsafe { context(ctx) } {
-        // SAFETY: the caller's promise is `ContextReader::exit`'s.
-        Ok(c) => match unsafe { c.reader().exit() } {
-            Ok(()) => RCUREF_OK,
-            Err(e) => code(e),
-        },
-        Err(e) => e,
+    let c = or_return!(unsafe { context(ctx) });
+    // SAFETY: the caller's promise is `ContextReader::exit`'s.
+    match unsafe { c.reader().exit() } {
+        Ok(()) => RCUREF_OK,
+        Err(e) => code(e),
     }
 }
 
@@ -693,7 +703,7 @@ pub unsafe extern "C" fn rcuref_in_read_section(ctx: *const rcuref_ctx, inside: 
 /// only with `rcuref_assign_pointer`/`rcuref_exchange_pointer` while readers may read it.
 #[no_mangle]
 pub unsafe extern "C" fn rcuref_dereference(p: *const *mut c_void) -> *mut c_void {
-    if p.is_null() || !p.is_aligned() {
+    if valid(p).is_err() {
         return core::ptr::null_mut();
     }
     // SAFETY: the caller's promise: a live, aligned location accessed atomically.
@@ -708,9 +718,7 @@ pub unsafe extern "C" fn rcuref_dereference(p: *const *mut c_void) -> *mut c_voi
 /// As for dereference.
 #[no_mangle]
 pub unsafe extern "C" fn rcuref_assign_pointer(p: *mut *mut c_void, v: *mut c_void) -> i32 {
-    if p.is_null() || !p.is_aligned() {
-        return RCUREF_EINVAL;
-    }
+    or_return!(valid(p));
     // SAFETY: the caller's promise.
     unsafe { AtomicPtr::from_ptr(p) }.store(v, Ordering::Release);
     RCUREF_OK
@@ -727,7 +735,7 @@ pub unsafe extern "C" fn rcuref_exchange_pointer(
     p: *mut *mut c_void,
     v: *mut c_void,
 ) -> *mut c_void {
-    if p.is_null() || !p.is_aligned() {
+    if valid(p).is_err() {
         return core::ptr::null_mut();
     }
     // SAFETY: the caller's promise.
@@ -777,10 +785,7 @@ pub unsafe extern "C" fn rcuref_synchronize(
     hook_ctx: *mut c_void,
 ) -> i32 {
     // SAFETY: the caller's promise.
-    let c = match unsafe { context(ctx) } {
-        Ok(c) => c,
-        Err(e) => return e,
-    };
+    let c = or_return!(unsafe { context(ctx) });
     if c.owner_in_section() {
         return RCUREF_EINSECTION;
     }
@@ -843,13 +848,8 @@ unsafe fn write_cookie(
     out: *mut rcuref_cookie,
     f: impl FnOnce(&'static Domain) -> u32,
 ) -> i32 {
-    let (index, rcu) = match domain(d) {
-        Ok(x) => x,
-        Err(e) => return e,
-    };
-    if out.is_null() || !out.is_aligned() {
-        return RCUREF_EINVAL;
-    }
+    let (index, rcu) = or_return!(domain(d));
+    or_return!(valid(out));
     let c = rcuref_cookie {
         state: f(rcu),
         domain: COOKIE_TAG | index as u32,
@@ -964,10 +964,7 @@ pub unsafe extern "C" fn rcuref_cond_synchronize(
     hook_ctx: *mut c_void,
 ) -> i32 {
     // SAFETY: the caller's promise.
-    let c = match unsafe { context(ctx) } {
-        Ok(c) => c,
-        Err(e) => return e,
-    };
+    let c = or_return!(unsafe { context(ctx) });
     let cookie = match cookie_of(cookie, c.index) {
         Ok(state) => c.rcu.cookie_from_raw(state),
         Err(e) => return e,

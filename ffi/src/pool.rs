@@ -10,7 +10,8 @@
 //! variants); what is C's own here is the array: finding an object's node, refusing
 //! pointers and arrays that are not the pool's, and the error codes.
 
-use crate::{RCUREF_EBUSY, RCUREF_EDOMAIN, RCUREF_EFULL, RCUREF_EINVAL, RCUREF_OK};
+use crate::RCUREF_OK;
+use crate::{or_return, valid, RCUREF_EBUSY, RCUREF_EDOMAIN, RCUREF_EFULL, RCUREF_EINVAL};
 use core::ffi::c_void;
 use portable_atomic::{AtomicPtr, AtomicU32, Ordering::*};
 use rcuref::pool::node::{self, Node};
@@ -89,9 +90,7 @@ impl Inner {
 /// # Safety
 /// `p` is null or points to a pool that is initialised or zeroed.
 unsafe fn pool<'a>(p: *const rcuref_pool) -> Result<&'a Inner, i32> {
-    if p.is_null() || !p.is_aligned() {
-        return Err(RCUREF_EINVAL);
-    }
+    valid(p)?;
     // SAFETY: the caller's promise: storage that is zeroed or holds an `Inner` written
     // by init (before the pool was shared; the caller's publication of the pool orders
     // it), aligned (checked) and large enough (asserted); zeroed storage is a valid
@@ -216,13 +215,8 @@ pub unsafe extern "C" fn rcuref_pool_init(
 #[no_mangle]
 pub unsafe extern "C" fn rcuref_pool_alloc(p: *const rcuref_pool, obj: *mut *mut c_void) -> i32 {
     // SAFETY: the caller's promise.
-    let p = match unsafe { pool(p) } {
-        Ok(p) => p,
-        Err(e) => return e,
-    };
-    if obj.is_null() || !obj.is_aligned() {
-        return RCUREF_EINVAL;
-    }
+    let p = or_return!(unsafe { pool(p) });
+    or_return!(valid(obj));
     let n = p.count as usize;
     let start = p.hint.load(Relaxed) as usize % n;
     for k in 0..n {
@@ -249,10 +243,7 @@ pub unsafe extern "C" fn rcuref_pool_alloc(p: *const rcuref_pool, obj: *mut *mut
 #[no_mangle]
 pub unsafe extern "C" fn rcuref_pool_publish(p: *const rcuref_pool, obj: *mut c_void) -> i32 {
     // SAFETY: the caller's promise.
-    let (p, i) = match unsafe { object(p, obj) } {
-        Ok(x) => x,
-        Err(e) => return e,
-    };
+    let (p, i) = or_return!(unsafe { object(p, obj) });
     // Only a claimed object, once (a second publish, or one from a destroy callback,
     // finds it published or being destroyed and is refused).
     if p.node(i).publish() {
@@ -340,13 +331,8 @@ pub unsafe extern "C" fn rcuref_pool_lookup(
     out: *mut *mut c_void,
 ) -> i32 {
     // SAFETY: the caller's promise.
-    let p = match unsafe { pool(p) } {
-        Ok(p) => p,
-        Err(e) => return e,
-    };
-    if location.is_null() || !location.is_aligned() || out.is_null() || !out.is_aligned() {
-        return RCUREF_EINVAL;
-    }
+    let p = or_return!(unsafe { pool(p) });
+    or_return!(valid(location).and(valid(out)));
     // SAFETY: the caller's promise: an aligned location accessed atomically.
     let loc = unsafe { AtomicPtr::from_ptr(location.cast_mut()) };
     let found = node::lookup(

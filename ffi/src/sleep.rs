@@ -4,7 +4,7 @@
 //! (`Waiting::sleep`, `Rcu::set_wake_hook`); what is here is C's own: the function
 //! pointers, per domain.
 
-use crate::{domain, rcuref_rcu, Domain, RCU, RCUREF_EINVAL, RCUREF_OK};
+use crate::{domain, or_return, rcuref_rcu, Domain, RCU, RCUREF_EINVAL, RCUREF_OK};
 use core::ffi::c_void;
 use portable_atomic::{AtomicPtr, AtomicU32, Ordering::*};
 use rcuref::rcu::Waiting;
@@ -61,10 +61,7 @@ pub unsafe extern "C" fn rcuref_set_sleep(
     sleep_ctx: *mut c_void,
     wake: rcuref_wake_fn,
 ) -> i32 {
-    let (i, rcu) = match domain(d) {
-        Ok(x) => x,
-        Err(e) => return e,
-    };
+    let (i, rcu) = or_return!(domain(d));
     if sleep.is_some() != wake.is_some() {
         return RCUREF_EINVAL;
     }
