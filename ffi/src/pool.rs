@@ -76,7 +76,9 @@ impl Inner {
     fn index(&self, obj: *const c_void) -> Option<usize> {
         let a = obj as usize;
         let off = a.checked_sub(self.base)?;
-        let i = off / self.stride;
+        // `stride` is never 0 in an initialised pool (a node fits in it), but checked
+        // division keeps a broken invariant from panicking.
+        let i = off.checked_div(self.stride)?;
         (off % self.stride == 0 && i < self.count as usize).then_some(i)
     }
 
@@ -218,7 +220,11 @@ pub unsafe extern "C" fn rcuref_pool_alloc(p: *const rcuref_pool, obj: *mut *mut
     let p = or_return!(unsafe { pool(p) });
     or_return!(valid(obj));
     let n = p.count as usize;
-    let start = p.hint.load(Relaxed) as usize % n;
+    // `count` is never 0 in an initialised pool (init refuses it); checked all the same,
+    // so that this cannot panic.
+    let Some(start) = (p.hint.load(Relaxed) as usize).checked_rem(n) else {
+        return RCUREF_EINVAL;
+    };
     for k in 0..n {
         let i = (start + k) % n;
         if p.node(i).claim() {
