@@ -370,19 +370,19 @@ pub mod cores {
 
     /// The heavy fence of the asymmetric-fence mode: software generated interrupt 1 to
     /// every other core, each of which executes `dmb ish` and publishes the request's
-    /// ticket as served; the caller waits for all of them (the same protocol as the
-    /// RISC-V harts' CLINT IPI, `hart.rs`). Requests are served from the start on every
-    /// core, so two cores fencing at once serve each other while they wait; it must not
-    /// be called with interrupts masked.
+    /// ticket as served; the caller waits for all of them (the ticket protocol of
+    /// `crate::ipi`, which the RISC-V harts' CLINT IPI shares). Requests are served from
+    /// the start on every core, so two cores fencing at once serve each other while they
+    /// wait; it must not be called with interrupts masked.
     pub mod heavy {
         use super::*;
+        pub use crate::ipi::observe_serves;
+        use crate::ipi::Tickets;
 
         /// The SGI that asks for a fence.
         pub const SGI: u32 = 1;
 
-        /// Per core: the newest ticket asked of it, and the newest it has served.
-        static ASKED: [AtomicU32; COUNT] = [const { AtomicU32::new(0) }; COUNT];
-        static SERVED: [AtomicU32; COUNT] = [const { AtomicU32::new(0) }; COUNT];
+        static TICKETS: Tickets<COUNT> = Tickets::new();
 
         fn dmb() {
             // SAFETY: a barrier.
@@ -390,28 +390,7 @@ pub mod cores {
         }
 
         pub(crate) fn on_request() {
-            let me = current();
-            let ticket = ASKED[me].load(Acquire);
-            dmb();
-            let observer = OBSERVER.load(Acquire);
-            if !observer.is_null() {
-                // SAFETY: `OBSERVER` only holds null or a `fn(usize)` stored by
-                // `observe_serves`.
-                let f: fn(usize) = unsafe { core::mem::transmute::<*mut (), fn(usize)>(observer) };
-                f(me);
-            }
-            SERVED[me].store(ticket, Release);
-        }
-
-        /// Test instrumentation: a `fn(usize)` as a pointer, or null.
-        static OBSERVER: AtomicPtr<()> = AtomicPtr::new(core::ptr::null_mut());
-
-        /// Test instrumentation: `f(core)` runs in the handler of every request served
-        /// from now on, on the served core, after its barrier and before the requester is
-        /// released. `None` stops it.
-        pub fn observe_serves(f: Option<fn(usize)>) {
-            let p = f.map_or(core::ptr::null_mut(), |f| f as *mut ());
-            OBSERVER.store(p, Release);
+            TICKETS.serve(current(), dmb);
         }
 
         /// The heavy fence.
@@ -420,25 +399,11 @@ pub mod cores {
         // SAFETY: returns only after every other core has executed `dmb ish` in
         // `on_request` after reading a ticket at least as new as ours (so after this call
         // began), and executes one itself before and after: the contract of
-        // `HeavyFence`. The SGI is raised after a `dsb ish`, so the ticket is visible to
-        // the handler that the interrupt starts.
+        // `HeavyFence` (`Tickets::request`). The SGI is raised after a `dsb ish`, so the
+        // ticket is visible to the handler that the interrupt starts.
         unsafe impl rcuref::rcu::heavy::HeavyFence for SgiFence {
             fn heavy_fence() {
-                dmb();
-                let me = current();
-                let mut ticket = [0u32; COUNT];
-                let mut targets = 0u32;
-                for (c, t) in ticket.iter_mut().enumerate().filter(|&(c, _)| c != me) {
-                    *t = ASKED[c].fetch_add(1, AcqRel).wrapping_add(1);
-                    targets |= 1 << c;
-                }
-                super::gic::sgi(targets, SGI);
-                for (c, &t) in ticket.iter().enumerate().filter(|&(c, _)| c != me) {
-                    while (SERVED[c].load(Acquire).wrapping_sub(t) as i32) < 0 {
-                        core::hint::spin_loop();
-                    }
-                }
-                dmb();
+                TICKETS.request(current(), dmb, |targets| super::gic::sgi(targets, SGI));
             }
         }
 
