@@ -89,34 +89,40 @@ __vectors:
     .balign 128
     b       rcuref_fw_unexpected_entry
 
+    // Every caller-saved register, integer and FP/SIMD, at its place in the frame: the
+    // interrupted code expects them back (IRQs stay masked until `eret`, so there is no
+    // nesting to save for). One list for the save (`stp`, `str`) and the restore (`ldp`,
+    // `ldr`).
+    .macro rcuref_fw_caller_saved pair, one
+    \pair   x0, x1, [sp, #0]
+    \pair   x2, x3, [sp, #16]
+    \pair   x4, x5, [sp, #32]
+    \pair   x6, x7, [sp, #48]
+    \pair   x8, x9, [sp, #64]
+    \pair   x10, x11, [sp, #80]
+    \pair   x12, x13, [sp, #96]
+    \pair   x14, x15, [sp, #112]
+    \pair   x16, x17, [sp, #128]
+    \pair   x18, x29, [sp, #144]
+    \one    x30, [sp, #160]
+    \pair   q0, q1, [sp, #176]
+    \pair   q2, q3, [sp, #208]
+    \pair   q4, q5, [sp, #240]
+    \pair   q6, q7, [sp, #272]
+    \pair   q16, q17, [sp, #304]
+    \pair   q18, q19, [sp, #336]
+    \pair   q20, q21, [sp, #368]
+    \pair   q22, q23, [sp, #400]
+    \pair   q24, q25, [sp, #432]
+    \pair   q26, q27, [sp, #464]
+    \pair   q28, q29, [sp, #496]
+    \pair   q30, q31, [sp, #528]
+    .endm
+
     .section .text.irq, "ax"
 rcuref_fw_irq_entry:
-    // Every caller-saved register, integer and FP/SIMD: the interrupted code expects
-    // them back (IRQs stay masked until `eret`, so there is no nesting to save for).
     sub     sp, sp, #688
-    stp     x0, x1, [sp, #0]
-    stp     x2, x3, [sp, #16]
-    stp     x4, x5, [sp, #32]
-    stp     x6, x7, [sp, #48]
-    stp     x8, x9, [sp, #64]
-    stp     x10, x11, [sp, #80]
-    stp     x12, x13, [sp, #96]
-    stp     x14, x15, [sp, #112]
-    stp     x16, x17, [sp, #128]
-    stp     x18, x29, [sp, #144]
-    str     x30, [sp, #160]
-    stp     q0, q1, [sp, #176]
-    stp     q2, q3, [sp, #208]
-    stp     q4, q5, [sp, #240]
-    stp     q6, q7, [sp, #272]
-    stp     q16, q17, [sp, #304]
-    stp     q18, q19, [sp, #336]
-    stp     q20, q21, [sp, #368]
-    stp     q22, q23, [sp, #400]
-    stp     q24, q25, [sp, #432]
-    stp     q26, q27, [sp, #464]
-    stp     q28, q29, [sp, #496]
-    stp     q30, q31, [sp, #528]
+    rcuref_fw_caller_saved stp, str
     add     x2, sp, #560                    // (x2 is saved: a base past stp's reach)
     mrs     x0, fpcr
     mrs     x1, fpsr
@@ -132,29 +138,7 @@ rcuref_fw_irq_entry:
     ldp     x0, x1, [x2, #0]
     msr     fpcr, x0
     msr     fpsr, x1
-    ldp     q0, q1, [sp, #176]
-    ldp     q2, q3, [sp, #208]
-    ldp     q4, q5, [sp, #240]
-    ldp     q6, q7, [sp, #272]
-    ldp     q16, q17, [sp, #304]
-    ldp     q18, q19, [sp, #336]
-    ldp     q20, q21, [sp, #368]
-    ldp     q22, q23, [sp, #400]
-    ldp     q24, q25, [sp, #432]
-    ldp     q26, q27, [sp, #464]
-    ldp     q28, q29, [sp, #496]
-    ldp     q30, q31, [sp, #528]
-    ldp     x0, x1, [sp, #0]
-    ldp     x2, x3, [sp, #16]
-    ldp     x4, x5, [sp, #32]
-    ldp     x6, x7, [sp, #48]
-    ldp     x8, x9, [sp, #64]
-    ldp     x10, x11, [sp, #80]
-    ldp     x12, x13, [sp, #96]
-    ldp     x14, x15, [sp, #112]
-    ldp     x16, x17, [sp, #128]
-    ldp     x18, x29, [sp, #144]
-    ldr     x30, [sp, #160]
+    rcuref_fw_caller_saved ldp, ldr
     add     sp, sp, #688
     eret
 
