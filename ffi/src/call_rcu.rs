@@ -6,8 +6,8 @@
 //! slot, is refused).
 
 use crate::{
-    code, context, domain, hook_fn, rcuref_ctx, rcuref_rcu, rcuref_wait_hook, Ctx, DOMAIN_SLOTS,
-    RCU, RCUREF_EINVAL, RCUREF_OK, RUNNING_CALLBACKS,
+    code, context, domain, hook_fn, or_return, rcuref_ctx, rcuref_rcu, rcuref_wait_hook, row, Ctx,
+    DOMAIN_SLOTS, RCU, RCUREF_EINVAL, RCUREF_OK,
 };
 use core::ffi::c_void;
 use portable_atomic::{AtomicU32, Ordering::Relaxed};
@@ -71,15 +71,13 @@ pub unsafe extern "C" fn rcuref_call_rcu(
     func: rcuref_callback,
     arg: *mut c_void,
 ) -> i32 {
-    let (i, _) = match domain(d) {
-        Ok(x) => x,
-        Err(e) => return e,
-    };
+    let (i, _) = or_return!(domain(d));
+    let queue = or_return!(row(&QUEUES, i));
     let Some(func) = func else {
         return RCUREF_EINVAL;
     };
     // `call` without the library's `debug-callbacks` (the key is not even stored).
-    match QUEUES[i].call_keyed(arg as usize, Callback { func, arg }) {
+    match queue.call_keyed(arg as usize, Callback { func, arg }) {
         Ok(()) => RCUREF_OK,
         Err(refused) => code(refused.error), // RCUREF_EFULL, or RCUREF_EQUEUED
     }
@@ -99,10 +97,8 @@ pub unsafe extern "C" fn rcuref_call_rcu(
 #[no_mangle]
 pub unsafe extern "C" fn rcuref_call_rcu_run(ctx: *const rcuref_ctx) -> i32 {
     // SAFETY: the caller's promise.
-    match unsafe { context(ctx) } {
-        Ok(c) => ran_count(run(&c, usize::MAX).ran),
-        Err(e) => e,
-    }
+    let c = or_return!(unsafe { context(ctx) });
+    ran_count(or_return!(run(&c, usize::MAX)).ran)
 }
 
 /// `rcuref_call_rcu_run` with a budget: runs at most `budget` callbacks whose grace
@@ -130,10 +126,10 @@ pub unsafe extern "C" fn rcuref_call_rcu_run_some(
     }
     // SAFETY: the caller's promise.
     let (result, rest) = match unsafe { context(ctx) } {
-        Ok(c) => {
-            let r = run(&c, budget as usize);
-            (ran_count(r.ran), r.left)
-        }
+        Ok(c) => match run(&c, budget as usize) {
+            Ok(r) => (ran_count(r.ran), r.left),
+            Err(e) => (e, 0),
+        },
         Err(e) => (e, 0),
     };
     if !left.is_null() {
@@ -144,9 +140,10 @@ pub unsafe extern "C" fn rcuref_call_rcu_run_some(
 }
 
 /// Runs at most `budget` due callbacks of `c`'s domain, counted as `c`'s owner's.
-fn run(c: &Ctx, budget: usize) -> rcuref::rcu::Ran {
+fn run(c: &Ctx, budget: usize) -> Result<rcuref::rcu::Ran, i32> {
+    let queue = row(&QUEUES, c.index)?;
     let _running = Running::new(c);
-    QUEUES[c.index].run(budget, Callback::call)
+    Ok(queue.run(budget, Callback::call))
 }
 
 /// A count of callbacks run as a result (never negative: a code is).
@@ -160,7 +157,7 @@ struct Running(&'static AtomicU32);
 
 impl Running {
     fn new(c: &Ctx) -> Self {
-        let r = &RUNNING_CALLBACKS[c.index][c.slot];
+        let r = c.slot.running;
         r.fetch_add(1, Relaxed);
         Running(r)
     }
@@ -193,22 +190,20 @@ pub unsafe extern "C" fn rcuref_rcu_barrier(
     hook_ctx: *mut c_void,
 ) -> i32 {
     // SAFETY: the caller's promise.
-    let c = match unsafe { context(ctx) } {
-        Ok(c) => c,
-        Err(e) => return e,
-    };
+    let c = or_return!(unsafe { context(ctx) });
     if c.owner_in_callbacks() {
         return crate::RCUREF_EINCALLBACK;
     }
     if c.owner_in_section() {
         return crate::RCUREF_EINSECTION;
     }
+    let queue = or_return!(row(&QUEUES, c.index));
     // The callbacks this barrier runs are its owner's too: one that calls the barrier
     // (or closes the context) is refused as under `rcuref_call_rcu_run`.
     let _running = Running::new(&c);
     // SAFETY: this function's caller promised `hook_fn`'s condition.
     let hook = unsafe { hook_fn(hook, hook_ctx) };
-    match QUEUES[c.index].barrier(c.reader(), hook, Callback::call) {
+    match queue.barrier(c.reader(), hook, Callback::call) {
         Ok(_) => RCUREF_OK,
         Err(e) => code(e),
     }
@@ -219,7 +214,7 @@ pub unsafe extern "C" fn rcuref_rcu_barrier(
 #[no_mangle]
 pub extern "C" fn rcuref_call_rcu_pending(d: *const rcuref_rcu) -> u32 {
     match domain(d) {
-        Ok((i, _)) => QUEUES[i].pending() as u32,
+        Ok((i, _)) => row(&QUEUES, i).map_or(0, |q| q.pending() as u32),
         Err(_) => 0,
     }
 }

@@ -7,8 +7,9 @@
 //! instead of ending a section someone else began.
 
 use crate::config::{DOMAINS, TOKENS};
-use crate::{code, domain, rcuref_rcu, DOMAIN_SLOTS, RCUREF_EINVAL, RCUREF_OK, SLOTS};
+use crate::{code, domain, or_return, rcuref_rcu, row, valid, DOMAIN_SLOTS, RCUREF_EINVAL};
 use crate::{RCUREF_EDOMAIN, RCUREF_ENOTLOCKED};
+use crate::{RCUREF_OK, SLOTS};
 use core::cell::UnsafeCell;
 use core::mem::MaybeUninit;
 use portable_atomic::{
@@ -92,23 +93,19 @@ pub unsafe extern "C" fn rcuref_down_read(
     d: *const rcuref_rcu,
     out: *mut rcuref_read_token,
 ) -> i32 {
-    let (index, rcu) = match domain(d) {
-        Ok(x) => x,
-        Err(e) => return e,
-    };
-    if out.is_null() || !out.is_aligned() {
-        return RCUREF_EINVAL;
-    }
+    let (index, rcu) = or_return!(domain(d));
+    or_return!(valid(out));
+    let places = or_return!(row(&PLACES, index));
     let token = match rcu.down_read() {
         Ok(t) => t,
         Err(e) => return code(e), // every free slot taken: RCUREF_EFULL
     };
     // The context slots are dedicated (never free), so the token's slot is a token
     // slot; anything else is refused rather than trusted (the token's drop ends it).
-    let Some(i) = token.slot().checked_sub(SLOTS).filter(|&i| i < TOKENS) else {
+    let at = token.slot().checked_sub(SLOTS);
+    let Some((i, place)) = at.and_then(|i| Some((i, places.get(i)?))) else {
         return RCUREF_EINVAL;
     };
-    let place = &PLACES[index][i];
     // Even: the place is free (its last token's up_read made it so before freeing the
     // slot this call has just claimed).
     let seq = place.seq.load(Relaxed).wrapping_add(1);
@@ -141,9 +138,7 @@ pub unsafe extern "C" fn rcuref_down_read(
 /// `t` is null or points to a readable and writable `rcuref_read_token`.
 #[no_mangle]
 pub unsafe extern "C" fn rcuref_up_read(t: *mut rcuref_read_token) -> i32 {
-    if t.is_null() || !t.is_aligned() {
-        return RCUREF_EINVAL;
-    }
+    or_return!(valid(t));
     // SAFETY: the caller's promise: a readable token (aligned: checked).
     let tok = unsafe { t.read() };
     if tok.domain & 0xFFFF_0000 != TOKEN_TAG || (tok.place != ENDED && tok.seq & 1 == 0) {

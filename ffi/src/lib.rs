@@ -140,6 +140,29 @@ fn code(e: Error) -> i32 {
     }
 }
 
+/// The value of `$r`, a `Result<_, i32>`, or a return of its code from the calling
+/// function: the prologue of every function that looks up its context, domain or pool
+/// (and checks its pointers, [`valid`]) before it acts, so that an error changes nothing.
+macro_rules! or_return {
+    ($r:expr) => {
+        match $r {
+            Ok(v) => v,
+            Err(code) => return code,
+        }
+    };
+}
+pub(crate) use or_return;
+
+/// `RCUREF_EINVAL` for a pointer that cannot point to a `T`: null or misaligned (every
+/// pointer argument is checked so before anything is done).
+pub(crate) fn valid<T>(p: *const T) -> Result<(), i32> {
+    if p.is_null() || !p.is_aligned() {
+        Err(RCUREF_EINVAL)
+    } else {
+        Ok(())
+    }
+}
+
 // ---- file references -------------------------------------------------------------
 
 /// A 32-bit zoned reference count (Linux's `file_ref_t`). Storage only: initialise it
@@ -381,6 +404,16 @@ fn domain(d: *const rcuref_rcu) -> Result<(usize, &'static Domain), i32> {
         .ok_or(RCUREF_EDOMAIN)
 }
 
+/// Domain `index`'s row of a per-domain table. `RCUREF_EDOMAIN` for an index that is
+/// not a domain's, which `domain` never returns (every table has a row per domain): the
+/// lookup cannot panic, whatever `RCUREF_FFI_DOMAINS` lets the compiler prove.
+pub(crate) fn row<T>(
+    table: &'static [T; config::DOMAINS],
+    index: usize,
+) -> Result<&'static T, i32> {
+    table.get(index).ok_or(RCUREF_EDOMAIN)
+}
+
 /// A reader context: a slot of a domain, opened by one owner (`rcuref_ctx_open`). Every
 /// read-side and waiting call takes one, and refuses one whose owner is not the slot's
 /// (`RCUREF_ENOTOWNER`), so code cannot end another context's section by naming its
@@ -402,46 +435,123 @@ static OWNERS: [[AtomicUsize; SLOTS]; config::DOMAINS] =
     [const { [const { AtomicUsize::new(0) }; SLOTS] }; config::DOMAINS];
 
 /// How many `rcuref_call_rcu_run` calls through each slot are running callbacks now.
-pub(crate) static RUNNING_CALLBACKS: [[AtomicU32; SLOTS]; config::DOMAINS] =
+static RUNNING_CALLBACKS: [[AtomicU32; SLOTS]; config::DOMAINS] =
     [const { [const { AtomicU32::new(0) }; SLOTS] }; config::DOMAINS];
 
-/// A checked context.
+/// Domain `i`'s slots' readers.
+const fn readers_of(i: usize) -> [ContextReader<'static, DOMAIN_SLOTS>; SLOTS] {
+    // SAFETY: the `SLOTS` slots are dedicated (`RCU`; more would fail the build here),
+    // and the C caller promised (the module docs) that a slot is used only by its
+    // owner's context and the interrupt handlers that preempt it: `context_readers`'
+    // contract. The owner check (`context`) refuses a context its slot's owner did not
+    // open; the one use of another slot's reader is `in_read_section`
+    // (`Ctx::owner_in_section`), a relaxed load of its word, which enters or leaves
+    // nothing.
+    unsafe { RCU[i].context_readers::<SLOTS>() }
+}
+
+/// Each slot's reader, by domain (made when the library is built, so no call checks a
+/// slot number again).
+static READERS: [[ContextReader<'static, DOMAIN_SLOTS>; SLOTS]; config::DOMAINS] =
+    per_domain!(readers_of);
+
+/// A domain's context slots (its first `SLOTS`): its rows of `OWNERS`,
+/// `RUNNING_CALLBACKS` and `READERS`.
+#[derive(Clone, Copy)]
+struct Slots {
+    owners: &'static [AtomicUsize; SLOTS],
+    running: &'static [AtomicU32; SLOTS],
+    readers: &'static [ContextReader<'static, DOMAIN_SLOTS>; SLOTS],
+}
+
+/// One context slot of a domain: its entries in [`Slots`].
+#[derive(Clone, Copy)]
+pub(crate) struct Slot {
+    owner: &'static AtomicUsize,
+    pub(crate) running: &'static AtomicU32,
+    reader: ContextReader<'static, DOMAIN_SLOTS>,
+}
+
+impl Slots {
+    /// Domain `index`'s slots (as [`row`]).
+    fn of(index: usize) -> Result<Slots, i32> {
+        Ok(Slots {
+            owners: row(&OWNERS, index)?,
+            running: row(&RUNNING_CALLBACKS, index)?,
+            readers: row(&READERS, index)?,
+        })
+    }
+
+    /// Slot `i`, if it is one (`RCUREF_ERANGE` otherwise).
+    fn slot(self, i: usize) -> Result<Slot, i32> {
+        match (self.owners.get(i), self.running.get(i), self.readers.get(i)) {
+            (Some(owner), Some(running), Some(&reader)) => Ok(Slot {
+                owner,
+                running,
+                reader,
+            }),
+            _ => Err(RCUREF_ERANGE),
+        }
+    }
+
+    /// Every slot, in order.
+    fn iter(self) -> impl Iterator<Item = Slot> {
+        let entries = self.owners.iter().zip(self.running).zip(self.readers);
+        entries.map(|((owner, running), &reader)| Slot {
+            owner,
+            running,
+            reader,
+        })
+    }
+}
+
+/// A checked context: its domain (and the domain's index), its slot, its owner.
 #[derive(Clone, Copy)]
 pub(crate) struct Ctx {
     pub(crate) index: usize,
     pub(crate) rcu: &'static Domain,
-    pub(crate) slot: usize,
+    slots: Slots,
+    pub(crate) slot: Slot,
     pub(crate) owner: usize,
 }
 
 impl Ctx {
+    /// Slot `slot` of `d`, for `owner` (not checked): `RCUREF_EINVAL` (a null domain),
+    /// `RCUREF_EDOMAIN` or `RCUREF_ERANGE`.
+    fn at(d: *const rcuref_rcu, slot: u32, owner: usize) -> Result<Ctx, i32> {
+        let (index, rcu) = domain(d)?;
+        let slots = Slots::of(index)?;
+        Ok(Ctx {
+            index,
+            rcu,
+            slots,
+            slot: slots.slot(slot as usize)?,
+            owner,
+        })
+    }
+
     /// The slot's reader.
     pub(crate) fn reader(&self) -> ContextReader<'static, DOMAIN_SLOTS> {
-        // SAFETY: every slot is dedicated (`RCU`), and the C caller promised (the module
-        // docs) that a slot is used only by its owner's context and the interrupt
-        // handlers that preempt it: `context_reader`'s contract. The owner check
-        // (`context`) refuses a context its slot's owner did not open.
-        unsafe { self.rcu.context_reader(self.slot) }
+        self.slot.reader
     }
 
     /// The slots of this domain that this context's owner has open.
-    fn owners_slots(&self) -> impl Iterator<Item = usize> + '_ {
-        (0..SLOTS).filter(|&s| OWNERS[self.index][s].load(Relaxed) == self.owner)
+    fn owners_slots(&self) -> impl Iterator<Item = Slot> + '_ {
+        self.slots
+            .iter()
+            .filter(|s| s.owner.load(Relaxed) == self.owner)
     }
 
     /// Whether any slot of this domain that the owner has open is inside a section.
     pub(crate) fn owner_in_section(&self) -> bool {
-        self.owners_slots().any(|s| {
-            // SAFETY: only its slot word is read (`in_read_section`, a relaxed load):
-            // nothing enters or leaves a section through this reader.
-            unsafe { self.rcu.context_reader(s) }.in_read_section()
-        })
+        // Only each slot's word is read (`in_read_section`, a relaxed load): nothing
+        // enters or leaves a section through these readers.
+        self.owners_slots().any(|s| s.reader.in_read_section())
     }
 
     /// Whether a slot of this domain that the owner has open is running callbacks.
     pub(crate) fn owner_in_callbacks(&self) -> bool {
-        self.owners_slots()
-            .any(|s| RUNNING_CALLBACKS[self.index][s].load(Relaxed) > 0)
+        self.owners_slots().any(|s| s.running.load(Relaxed) > 0)
     }
 }
 
@@ -451,28 +561,17 @@ impl Ctx {
 /// # Safety
 /// `c` is null or points to a readable `rcuref_ctx`.
 pub(crate) unsafe fn context(c: *const rcuref_ctx) -> Result<Ctx, i32> {
-    if c.is_null() || !c.is_aligned() {
-        return Err(RCUREF_EINVAL);
-    }
+    valid(c)?;
     // SAFETY: the caller's promise: a readable context (aligned: checked).
     let c = unsafe { c.read() };
-    let (index, rcu) = domain(c.domain)?;
-    let slot = c.slot as usize;
-    if slot >= SLOTS {
-        return Err(RCUREF_ERANGE);
-    }
+    let ctx = Ctx::at(c.domain, c.slot, c.owner)?;
     if c.owner == 0 || c.owner == CLOSING {
         return Err(RCUREF_EINVAL);
     }
-    if OWNERS[index][slot].load(Relaxed) != c.owner {
+    if ctx.slot.owner.load(Relaxed) != c.owner {
         return Err(RCUREF_ENOTOWNER);
     }
-    Ok(Ctx {
-        index,
-        rcu,
-        slot,
-        owner: c.owner,
-    })
+    Ok(ctx)
 }
 
 /// Opens slot `slot` of `d` for `owner` (any non-zero number that names the context: a
@@ -490,18 +589,11 @@ pub unsafe extern "C" fn rcuref_ctx_open(
     owner: usize,
     out: *mut rcuref_ctx,
 ) -> i32 {
-    let (index, _) = match domain(d) {
-        Ok(x) => x,
-        Err(e) => return e,
-    };
-    if slot as usize >= SLOTS {
-        return RCUREF_ERANGE;
-    }
-    if owner == 0 || owner == CLOSING || out.is_null() || !out.is_aligned() {
+    let c = or_return!(Ctx::at(d, slot, owner));
+    if owner == 0 || owner == CLOSING || valid(out).is_err() {
         return RCUREF_EINVAL;
     }
-    let word = &OWNERS[index][slot as usize];
-    match word.compare_exchange(0, owner, Relaxed, Relaxed) {
+    match c.slot.owner.compare_exchange(0, owner, Relaxed, Relaxed) {
         Ok(_) => {}
         Err(now) if now == owner => {}
         Err(_) => return RCUREF_EBUSY,
@@ -527,21 +619,18 @@ pub unsafe extern "C" fn rcuref_ctx_open(
 #[no_mangle]
 pub unsafe extern "C" fn rcuref_ctx_close(ctx: *const rcuref_ctx) -> i32 {
     // SAFETY: the caller's promise.
-    let c = match unsafe { context(ctx) } {
-        Ok(c) => c,
-        Err(e) => return e,
-    };
+    let c = or_return!(unsafe { context(ctx) });
     // First take the slot from its owner, so that a lock that an interrupt handler
     // running this close interrupted (between its owner check and its enter) finds the
     // owner gone when it looks again after entering, and backs out; then decide.
-    let word = &OWNERS[c.index][c.slot];
+    let word = c.slot.owner;
     if word
         .compare_exchange(c.owner, CLOSING, Relaxed, Relaxed)
         .is_err()
     {
         return RCUREF_ENOTOWNER;
     }
-    if c.reader().in_read_section() || RUNNING_CALLBACKS[c.index][c.slot].load(Relaxed) > 0 {
+    if c.reader().in_read_section() || c.slot.running.load(Relaxed) > 0 {
         word.store(c.owner, Relaxed);
         return RCUREF_EINSECTION;
     }
@@ -626,10 +715,7 @@ pub extern "C" fn rcuref_rcu_slots(d: *const rcuref_rcu) -> u32 {
 #[no_mangle]
 pub unsafe extern "C" fn rcuref_read_lock(ctx: *const rcuref_ctx) -> i32 {
     // SAFETY: the caller's promise.
-    let c = match unsafe { context(ctx) } {
-        Ok(c) => c,
-        Err(e) => return e,
-    };
+    let c = or_return!(unsafe { context(ctx) });
     let r = c.reader();
     if let Err(e) = r.enter() {
         return code(e);
@@ -642,7 +728,7 @@ pub unsafe extern "C" fn rcuref_read_lock(ctx: *const rcuref_ctx) -> i32 {
     if mutants::SKIP_OWNER_RECHECK.load(Relaxed) {
         return RCUREF_OK;
     }
-    if OWNERS[c.index][c.slot].load(Relaxed) != c.owner {
+    if c.slot.owner.load(Relaxed) != c.owner {
         // SAFETY: the level left is the one entered just above, nothing read in it.
         let _ = unsafe { r.exit() };
         return RCUREF_ENOTOWNER;
@@ -660,13 +746,11 @@ pub unsafe extern "C" fn rcuref_read_lock(ctx: *const rcuref_ctx) -> i32 {
 #[no_mangle]
 pub unsafe extern "C" fn rcuref_read_unlock(ctx: *const rcuref_ctx) -> i32 {
     // SAFETY: the caller's promise.
-    match unsafe { context(ctx) } {
-        // SAFETY: the caller's promise is `ContextReader::exit`'s.
-        Ok(c) => match unsafe { c.reader().exit() } {
-            Ok(()) => RCUREF_OK,
-            Err(e) => code(e),
-        },
-        Err(e) => e,
+    let c = or_return!(unsafe { context(ctx) });
+    // SAFETY: the caller's promise is `ContextReader::exit`'s.
+    match unsafe { c.reader().exit() } {
+        Ok(()) => RCUREF_OK,
+        Err(e) => code(e),
     }
 }
 
@@ -693,7 +777,7 @@ pub unsafe extern "C" fn rcuref_in_read_section(ctx: *const rcuref_ctx, inside: 
 /// only with `rcuref_assign_pointer`/`rcuref_exchange_pointer` while readers may read it.
 #[no_mangle]
 pub unsafe extern "C" fn rcuref_dereference(p: *const *mut c_void) -> *mut c_void {
-    if p.is_null() || !p.is_aligned() {
+    if valid(p).is_err() {
         return core::ptr::null_mut();
     }
     // SAFETY: the caller's promise: a live, aligned location accessed atomically.
@@ -708,9 +792,7 @@ pub unsafe extern "C" fn rcuref_dereference(p: *const *mut c_void) -> *mut c_voi
 /// As for dereference.
 #[no_mangle]
 pub unsafe extern "C" fn rcuref_assign_pointer(p: *mut *mut c_void, v: *mut c_void) -> i32 {
-    if p.is_null() || !p.is_aligned() {
-        return RCUREF_EINVAL;
-    }
+    or_return!(valid(p));
     // SAFETY: the caller's promise.
     unsafe { AtomicPtr::from_ptr(p) }.store(v, Ordering::Release);
     RCUREF_OK
@@ -727,7 +809,7 @@ pub unsafe extern "C" fn rcuref_exchange_pointer(
     p: *mut *mut c_void,
     v: *mut c_void,
 ) -> *mut c_void {
-    if p.is_null() || !p.is_aligned() {
+    if valid(p).is_err() {
         return core::ptr::null_mut();
     }
     // SAFETY: the caller's promise.
@@ -777,10 +859,7 @@ pub unsafe extern "C" fn rcuref_synchronize(
     hook_ctx: *mut c_void,
 ) -> i32 {
     // SAFETY: the caller's promise.
-    let c = match unsafe { context(ctx) } {
-        Ok(c) => c,
-        Err(e) => return e,
-    };
+    let c = or_return!(unsafe { context(ctx) });
     if c.owner_in_section() {
         return RCUREF_EINSECTION;
     }
@@ -843,13 +922,8 @@ unsafe fn write_cookie(
     out: *mut rcuref_cookie,
     f: impl FnOnce(&'static Domain) -> u32,
 ) -> i32 {
-    let (index, rcu) = match domain(d) {
-        Ok(x) => x,
-        Err(e) => return e,
-    };
-    if out.is_null() || !out.is_aligned() {
-        return RCUREF_EINVAL;
-    }
+    let (index, rcu) = or_return!(domain(d));
+    or_return!(valid(out));
     let c = rcuref_cookie {
         state: f(rcu),
         domain: COOKIE_TAG | index as u32,
@@ -964,10 +1038,7 @@ pub unsafe extern "C" fn rcuref_cond_synchronize(
     hook_ctx: *mut c_void,
 ) -> i32 {
     // SAFETY: the caller's promise.
-    let c = match unsafe { context(ctx) } {
-        Ok(c) => c,
-        Err(e) => return e,
-    };
+    let c = or_return!(unsafe { context(ctx) });
     let cookie = match cookie_of(cookie, c.index) {
         Ok(state) => c.rcu.cookie_from_raw(state),
         Err(e) => return e,

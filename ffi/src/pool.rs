@@ -10,7 +10,8 @@
 //! variants); what is C's own here is the array: finding an object's node, refusing
 //! pointers and arrays that are not the pool's, and the error codes.
 
-use crate::{RCUREF_EBUSY, RCUREF_EDOMAIN, RCUREF_EFULL, RCUREF_EINVAL, RCUREF_OK};
+use crate::RCUREF_OK;
+use crate::{or_return, valid, RCUREF_EBUSY, RCUREF_EDOMAIN, RCUREF_EFULL, RCUREF_EINVAL};
 use core::ffi::c_void;
 use portable_atomic::{AtomicPtr, AtomicU32, Ordering::*};
 use rcuref::pool::node::{self, Node};
@@ -75,7 +76,9 @@ impl Inner {
     fn index(&self, obj: *const c_void) -> Option<usize> {
         let a = obj as usize;
         let off = a.checked_sub(self.base)?;
-        let i = off / self.stride;
+        // `stride` is never 0 in an initialised pool (a node fits in it), but checked
+        // division keeps a broken invariant from panicking.
+        let i = off.checked_div(self.stride)?;
         (off % self.stride == 0 && i < self.count as usize).then_some(i)
     }
 
@@ -89,9 +92,7 @@ impl Inner {
 /// # Safety
 /// `p` is null or points to a pool that is initialised or zeroed.
 unsafe fn pool<'a>(p: *const rcuref_pool) -> Result<&'a Inner, i32> {
-    if p.is_null() || !p.is_aligned() {
-        return Err(RCUREF_EINVAL);
-    }
+    valid(p)?;
     // SAFETY: the caller's promise: storage that is zeroed or holds an `Inner` written
     // by init (before the pool was shared; the caller's publication of the pool orders
     // it), aligned (checked) and large enough (asserted); zeroed storage is a valid
@@ -216,15 +217,14 @@ pub unsafe extern "C" fn rcuref_pool_init(
 #[no_mangle]
 pub unsafe extern "C" fn rcuref_pool_alloc(p: *const rcuref_pool, obj: *mut *mut c_void) -> i32 {
     // SAFETY: the caller's promise.
-    let p = match unsafe { pool(p) } {
-        Ok(p) => p,
-        Err(e) => return e,
-    };
-    if obj.is_null() || !obj.is_aligned() {
-        return RCUREF_EINVAL;
-    }
+    let p = or_return!(unsafe { pool(p) });
+    or_return!(valid(obj));
     let n = p.count as usize;
-    let start = p.hint.load(Relaxed) as usize % n;
+    // `count` is never 0 in an initialised pool (init refuses it); checked all the same,
+    // so that this cannot panic.
+    let Some(start) = (p.hint.load(Relaxed) as usize).checked_rem(n) else {
+        return RCUREF_EINVAL;
+    };
     for k in 0..n {
         let i = (start + k) % n;
         if p.node(i).claim() {
@@ -249,10 +249,7 @@ pub unsafe extern "C" fn rcuref_pool_alloc(p: *const rcuref_pool, obj: *mut *mut
 #[no_mangle]
 pub unsafe extern "C" fn rcuref_pool_publish(p: *const rcuref_pool, obj: *mut c_void) -> i32 {
     // SAFETY: the caller's promise.
-    let (p, i) = match unsafe { object(p, obj) } {
-        Ok(x) => x,
-        Err(e) => return e,
-    };
+    let (p, i) = or_return!(unsafe { object(p, obj) });
     // Only a claimed object, once (a second publish, or one from a destroy callback,
     // finds it published or being destroyed and is refused).
     if p.node(i).publish() {
@@ -340,13 +337,8 @@ pub unsafe extern "C" fn rcuref_pool_lookup(
     out: *mut *mut c_void,
 ) -> i32 {
     // SAFETY: the caller's promise.
-    let p = match unsafe { pool(p) } {
-        Ok(p) => p,
-        Err(e) => return e,
-    };
-    if location.is_null() || !location.is_aligned() || out.is_null() || !out.is_aligned() {
-        return RCUREF_EINVAL;
-    }
+    let p = or_return!(unsafe { pool(p) });
+    or_return!(valid(location).and(valid(out)));
     // SAFETY: the caller's promise: an aligned location accessed atomically.
     let loc = unsafe { AtomicPtr::from_ptr(location.cast_mut()) };
     let found = node::lookup(

@@ -4,7 +4,7 @@
 //! (`Waiting::sleep`, `Rcu::set_wake_hook`); what is here is C's own: the function
 //! pointers, per domain.
 
-use crate::{domain, rcuref_rcu, Domain, RCU, RCUREF_EINVAL, RCUREF_OK};
+use crate::{domain, or_return, rcuref_rcu, row, Domain, RCU, RCUREF_EINVAL, RCUREF_OK};
 use core::ffi::c_void;
 use portable_atomic::{AtomicPtr, AtomicU32, Ordering::*};
 use rcuref::rcu::Waiting;
@@ -61,14 +61,11 @@ pub unsafe extern "C" fn rcuref_set_sleep(
     sleep_ctx: *mut c_void,
     wake: rcuref_wake_fn,
 ) -> i32 {
-    let (i, rcu) = match domain(d) {
-        Ok(x) => x,
-        Err(e) => return e,
-    };
+    let (i, rcu) = or_return!(domain(d));
+    let s = or_return!(row(&SLEEPS, i));
     if sleep.is_some() != wake.is_some() {
         return RCUREF_EINVAL;
     }
-    let s = &SLEEPS[i];
     s.spins.store(spins, Relaxed);
     s.ctx.store(sleep_ctx, Relaxed);
     s.wake.store(
@@ -103,13 +100,13 @@ fn wake_all() {
 /// has one and the wait has polled its `spins`.
 pub(crate) fn between_attempts<const N: usize>(w: &Waiting<'_, '_, N>) {
     let domain = w.cookie().domain() as *const rcuref::rcu::Rcu<N>;
-    let Some(i) = RCU
+    let Some(s) = RCU
         .iter()
         .position(|r| core::ptr::eq(r as *const Domain, domain.cast()))
+        .and_then(|i| SLEEPS.get(i))
     else {
         return;
     };
-    let s = &SLEEPS[i];
     let p = s.sleep.load(Acquire);
     if p.is_null() || w.attempts() <= s.spins.load(Relaxed) {
         return;

@@ -89,34 +89,40 @@ __vectors:
     .balign 128
     b       rcuref_fw_unexpected_entry
 
+    // Every caller-saved register, integer and FP/SIMD, at its place in the frame: the
+    // interrupted code expects them back (IRQs stay masked until `eret`, so there is no
+    // nesting to save for). One list for the save (`stp`, `str`) and the restore (`ldp`,
+    // `ldr`).
+    .macro rcuref_fw_caller_saved pair, one
+    \pair   x0, x1, [sp, #0]
+    \pair   x2, x3, [sp, #16]
+    \pair   x4, x5, [sp, #32]
+    \pair   x6, x7, [sp, #48]
+    \pair   x8, x9, [sp, #64]
+    \pair   x10, x11, [sp, #80]
+    \pair   x12, x13, [sp, #96]
+    \pair   x14, x15, [sp, #112]
+    \pair   x16, x17, [sp, #128]
+    \pair   x18, x29, [sp, #144]
+    \one    x30, [sp, #160]
+    \pair   q0, q1, [sp, #176]
+    \pair   q2, q3, [sp, #208]
+    \pair   q4, q5, [sp, #240]
+    \pair   q6, q7, [sp, #272]
+    \pair   q16, q17, [sp, #304]
+    \pair   q18, q19, [sp, #336]
+    \pair   q20, q21, [sp, #368]
+    \pair   q22, q23, [sp, #400]
+    \pair   q24, q25, [sp, #432]
+    \pair   q26, q27, [sp, #464]
+    \pair   q28, q29, [sp, #496]
+    \pair   q30, q31, [sp, #528]
+    .endm
+
     .section .text.irq, "ax"
 rcuref_fw_irq_entry:
-    // Every caller-saved register, integer and FP/SIMD: the interrupted code expects
-    // them back (IRQs stay masked until `eret`, so there is no nesting to save for).
     sub     sp, sp, #688
-    stp     x0, x1, [sp, #0]
-    stp     x2, x3, [sp, #16]
-    stp     x4, x5, [sp, #32]
-    stp     x6, x7, [sp, #48]
-    stp     x8, x9, [sp, #64]
-    stp     x10, x11, [sp, #80]
-    stp     x12, x13, [sp, #96]
-    stp     x14, x15, [sp, #112]
-    stp     x16, x17, [sp, #128]
-    stp     x18, x29, [sp, #144]
-    str     x30, [sp, #160]
-    stp     q0, q1, [sp, #176]
-    stp     q2, q3, [sp, #208]
-    stp     q4, q5, [sp, #240]
-    stp     q6, q7, [sp, #272]
-    stp     q16, q17, [sp, #304]
-    stp     q18, q19, [sp, #336]
-    stp     q20, q21, [sp, #368]
-    stp     q22, q23, [sp, #400]
-    stp     q24, q25, [sp, #432]
-    stp     q26, q27, [sp, #464]
-    stp     q28, q29, [sp, #496]
-    stp     q30, q31, [sp, #528]
+    rcuref_fw_caller_saved stp, str
     add     x2, sp, #560                    // (x2 is saved: a base past stp's reach)
     mrs     x0, fpcr
     mrs     x1, fpsr
@@ -132,29 +138,7 @@ rcuref_fw_irq_entry:
     ldp     x0, x1, [x2, #0]
     msr     fpcr, x0
     msr     fpsr, x1
-    ldp     q0, q1, [sp, #176]
-    ldp     q2, q3, [sp, #208]
-    ldp     q4, q5, [sp, #240]
-    ldp     q6, q7, [sp, #272]
-    ldp     q16, q17, [sp, #304]
-    ldp     q18, q19, [sp, #336]
-    ldp     q20, q21, [sp, #368]
-    ldp     q22, q23, [sp, #400]
-    ldp     q24, q25, [sp, #432]
-    ldp     q26, q27, [sp, #464]
-    ldp     q28, q29, [sp, #496]
-    ldp     q30, q31, [sp, #528]
-    ldp     x0, x1, [sp, #0]
-    ldp     x2, x3, [sp, #16]
-    ldp     x4, x5, [sp, #32]
-    ldp     x6, x7, [sp, #48]
-    ldp     x8, x9, [sp, #64]
-    ldp     x10, x11, [sp, #80]
-    ldp     x12, x13, [sp, #96]
-    ldp     x14, x15, [sp, #112]
-    ldp     x16, x17, [sp, #128]
-    ldp     x18, x29, [sp, #144]
-    ldr     x30, [sp, #160]
+    rcuref_fw_caller_saved ldp, ldr
     add     sp, sp, #688
     eret
 
@@ -370,19 +354,19 @@ pub mod cores {
 
     /// The heavy fence of the asymmetric-fence mode: software generated interrupt 1 to
     /// every other core, each of which executes `dmb ish` and publishes the request's
-    /// ticket as served; the caller waits for all of them (the same protocol as the
-    /// RISC-V harts' CLINT IPI, `hart.rs`). Requests are served from the start on every
-    /// core, so two cores fencing at once serve each other while they wait; it must not
-    /// be called with interrupts masked.
+    /// ticket as served; the caller waits for all of them (the ticket protocol of
+    /// `crate::ipi`, which the RISC-V harts' CLINT IPI shares). Requests are served from
+    /// the start on every core, so two cores fencing at once serve each other while they
+    /// wait; it must not be called with interrupts masked.
     pub mod heavy {
         use super::*;
+        pub use crate::ipi::observe_serves;
+        use crate::ipi::Tickets;
 
         /// The SGI that asks for a fence.
         pub const SGI: u32 = 1;
 
-        /// Per core: the newest ticket asked of it, and the newest it has served.
-        static ASKED: [AtomicU32; COUNT] = [const { AtomicU32::new(0) }; COUNT];
-        static SERVED: [AtomicU32; COUNT] = [const { AtomicU32::new(0) }; COUNT];
+        static TICKETS: Tickets<COUNT> = Tickets::new();
 
         fn dmb() {
             // SAFETY: a barrier.
@@ -390,28 +374,7 @@ pub mod cores {
         }
 
         pub(crate) fn on_request() {
-            let me = current();
-            let ticket = ASKED[me].load(Acquire);
-            dmb();
-            let observer = OBSERVER.load(Acquire);
-            if !observer.is_null() {
-                // SAFETY: `OBSERVER` only holds null or a `fn(usize)` stored by
-                // `observe_serves`.
-                let f: fn(usize) = unsafe { core::mem::transmute::<*mut (), fn(usize)>(observer) };
-                f(me);
-            }
-            SERVED[me].store(ticket, Release);
-        }
-
-        /// Test instrumentation: a `fn(usize)` as a pointer, or null.
-        static OBSERVER: AtomicPtr<()> = AtomicPtr::new(core::ptr::null_mut());
-
-        /// Test instrumentation: `f(core)` runs in the handler of every request served
-        /// from now on, on the served core, after its barrier and before the requester is
-        /// released. `None` stops it.
-        pub fn observe_serves(f: Option<fn(usize)>) {
-            let p = f.map_or(core::ptr::null_mut(), |f| f as *mut ());
-            OBSERVER.store(p, Release);
+            TICKETS.serve(current(), dmb);
         }
 
         /// The heavy fence.
@@ -420,25 +383,11 @@ pub mod cores {
         // SAFETY: returns only after every other core has executed `dmb ish` in
         // `on_request` after reading a ticket at least as new as ours (so after this call
         // began), and executes one itself before and after: the contract of
-        // `HeavyFence`. The SGI is raised after a `dsb ish`, so the ticket is visible to
-        // the handler that the interrupt starts.
+        // `HeavyFence` (`Tickets::request`). The SGI is raised after a `dsb ish`, so the
+        // ticket is visible to the handler that the interrupt starts.
         unsafe impl rcuref::rcu::heavy::HeavyFence for SgiFence {
             fn heavy_fence() {
-                dmb();
-                let me = current();
-                let mut ticket = [0u32; COUNT];
-                let mut targets = 0u32;
-                for (c, t) in ticket.iter_mut().enumerate().filter(|&(c, _)| c != me) {
-                    *t = ASKED[c].fetch_add(1, AcqRel).wrapping_add(1);
-                    targets |= 1 << c;
-                }
-                super::gic::sgi(targets, SGI);
-                for (c, &t) in ticket.iter().enumerate().filter(|&(c, _)| c != me) {
-                    while (SERVED[c].load(Acquire).wrapping_sub(t) as i32) < 0 {
-                        core::hint::spin_loop();
-                    }
-                }
-                dmb();
+                TICKETS.request(current(), dmb, |targets| super::gic::sgi(targets, SGI));
             }
         }
 

@@ -100,35 +100,20 @@ critical_section::set_impl!(rcuref::harts::Harts);
 
 // ---- the heavy fence of the asymmetric-fence mode: an IPI to the other hart -----------
 
-/// `rcuref`'s heavy fence for this firmware (`--cfg rcuref_asymmetric_fence`): what a
-/// kernel on QEMU `virt` would provide. The caller takes a ticket on each other hart,
-/// raises that hart's machine software interrupt through the CLINT and waits until the
-/// hart has served a ticket at least as new; the handler clears its interrupt, reads the
-/// newest ticket, executes a full fence and publishes the ticket as served.
-///
-/// Why that meets the contract (`rcuref::rcu::heavy::HeavyFence`): the served hart's fence comes
-/// after its load of our ticket (acquire, from our `AcqRel` increment, which follows our
-/// own fence), so everything we made visible before the call is visible to what it runs
-/// after the fence; and its release of the served ticket, which we acquire, follows the
-/// fence, so everything it did before is visible to us when we return. The handler
-/// clears the interrupt *before* reading the ticket, so a request whose ticket it missed
-/// raised the interrupt again and is served by the next entry. Both harts accept the
-/// interrupt from the start (`accept_requests`), so two harts fencing at once serve
-/// each other while they wait. It must not be called with interrupts off: the other
-/// hart's request could then never be served.
+/// `rcuref`'s heavy fence for this firmware (`--cfg rcuref_asymmetric_fence`): the
+/// ticket protocol of `crate::ipi` over the CLINT, whose machine software interrupt
+/// each hart's handler clears before it reads its ticket.
 #[cfg(rcuref_asymmetric_fence)]
 pub mod heavy {
-    use core::sync::atomic::Ordering::{AcqRel, Acquire, Release};
-    use portable_atomic::{AtomicPtr, AtomicU32};
+    pub use crate::ipi::observe_serves;
+    use crate::ipi::Tickets;
 
     /// QEMU `virt`'s CLINT: each hart's machine-software-interrupt pending word.
     const MSIP: usize = 0x0200_0000;
     /// The harts the firmware runs on (`-smp 2`).
-    const HARTS: usize = 2;
+    const HARTS: usize = super::COUNT;
 
-    /// Per hart: the newest ticket asked of it, and the newest it has served.
-    static ASKED: [AtomicU32; HARTS] = [AtomicU32::new(0), AtomicU32::new(0)];
-    static SERVED: [AtomicU32; HARTS] = [AtomicU32::new(0), AtomicU32::new(0)];
+    static TICKETS: Tickets<HARTS> = Tickets::new();
 
     fn msip(hart: usize, v: u32) {
         // SAFETY: hart `hart`'s MSIP word of the CLINT (`hart < HARTS`): an aligned,
@@ -161,52 +146,26 @@ pub mod heavy {
         let me = riscv::register::mhartid::read();
         msip(me, 0);
         fence_io();
-        let ticket = ASKED[me].load(Acquire);
-        fence_io();
-        let observer = OBSERVER.load(Acquire);
-        if !observer.is_null() {
-            // SAFETY: `OBSERVER` only holds null or a `fn(usize)` stored by
-            // `observe_serves`.
-            let f: fn(usize) = unsafe { core::mem::transmute::<*mut (), fn(usize)>(observer) };
-            f(me);
-        }
-        SERVED[me].store(ticket, Release);
+        TICKETS.serve(me, fence_io);
     }
 
-    /// Test instrumentation: a `fn(usize)` as a pointer, or null.
-    static OBSERVER: AtomicPtr<()> = AtomicPtr::new(core::ptr::null_mut());
-
-    /// Test instrumentation: `f(hart)` runs in the handler of every request served from
-    /// now on, on the served hart (`hart`), after its fence and before the requester is
-    /// released (so while the requester waits inside its heavy fence). `None` stops it.
-    pub fn observe_serves(f: Option<fn(usize)>) {
-        let p = f.map_or(core::ptr::null_mut(), |f| f as *mut ());
-        OBSERVER.store(p, Release);
-    }
-
-    /// The heavy fence (see the module docs above).
+    /// The heavy fence (`crate::ipi`).
     pub struct ClintIpi;
 
     // SAFETY: returns only after every other hart has executed `fence iorw, iorw` in
     // `machine_soft` after reading a ticket at least as new as ours (so after this call
-    // began), and executes one itself before and after: the contract of `HeavyFence`.
+    // began), and executes one itself before and after: the contract of `HeavyFence`
+    // (`Tickets::request`; each interrupt is raised after a fence, so the ticket is
+    // visible to the handler it starts).
     unsafe impl rcuref::rcu::heavy::HeavyFence for ClintIpi {
         fn heavy_fence() {
-            fence_io();
             let me = riscv::register::mhartid::read();
-            let mut ticket = [0u32; HARTS];
-            for (h, t) in ticket.iter_mut().enumerate().filter(|&(h, _)| h != me) {
-                *t = ASKED[h].fetch_add(1, AcqRel).wrapping_add(1);
-                fence_io();
-                msip(h, 1);
-            }
-            for (h, &t) in ticket.iter().enumerate().filter(|&(h, _)| h != me) {
-                // Served at least up to `t` (wrapping: within half the range).
-                while (SERVED[h].load(Acquire).wrapping_sub(t) as i32) < 0 {
-                    core::hint::spin_loop();
+            TICKETS.request(me, fence_io, |targets| {
+                for h in (0..HARTS).filter(|h| targets & 1 << h != 0) {
+                    fence_io();
+                    msip(h, 1);
                 }
-            }
-            fence_io();
+            });
         }
     }
 

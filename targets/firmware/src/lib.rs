@@ -26,6 +26,16 @@ pub use hart as cores;
 
 #[cfg(target_arch = "aarch64")]
 mod a64;
+
+/// The heavy fence's IPI ticket protocol, shared by the harts and the AArch64 cores.
+#[cfg(any(
+    target_arch = "aarch64",
+    all(
+        rcuref_asymmetric_fence,
+        any(target_arch = "riscv32", target_arch = "riscv64")
+    )
+))]
+mod ipi;
 #[cfg(target_arch = "aarch64")]
 pub use a64::{cores, tick};
 

@@ -1,0 +1,87 @@
+//! The ticket protocol of the asymmetric-fence mode's heavy fence on the multi-core
+//! targets, an IPI to every other core: what a kernel on QEMU `virt` would provide.
+//! Each target brings its interrupt and its full fence (RISC-V: the CLINT's machine
+//! software interrupt and `fence iorw, iorw`, `hart.rs`; AArch64: a GIC SGI and
+//! `dmb ish`, `a64.rs`).
+//!
+//! The caller takes a ticket on each other core, raises their interrupt and waits until
+//! each has served a ticket at least as new; the handler reads the newest ticket asked
+//! of its core, executes a full fence and publishes the ticket as served.
+//!
+//! Why that meets the contract (`rcuref::rcu::heavy::HeavyFence`): the served core's
+//! fence comes after its load of our ticket (acquire, from our `AcqRel` increment, which
+//! follows our own fence), so everything we made visible before the call is visible to
+//! what it runs after the fence; and its release of the served ticket, which we acquire,
+//! follows the fence, so everything it did before is visible to us when we return. A
+//! handler that clears its interrupt *before* reading the ticket misses no request: one
+//! whose ticket it did not see raised the interrupt again and is served by the next
+//! entry. Every core accepts the interrupt from the start, so two cores fencing at once
+//! serve each other while they wait; it must not be called with interrupts off: the
+//! other core's request could then never be served.
+
+use core::sync::atomic::Ordering::{AcqRel, Acquire, Release};
+use portable_atomic::{AtomicPtr, AtomicU32};
+
+/// Per core: the newest ticket asked of it, and the newest it has served.
+pub(crate) struct Tickets<const N: usize> {
+    asked: [AtomicU32; N],
+    served: [AtomicU32; N],
+}
+
+impl<const N: usize> Tickets<N> {
+    /// No ticket asked of any core yet.
+    pub(crate) const fn new() -> Self {
+        Tickets {
+            asked: [const { AtomicU32::new(0) }; N],
+            served: [const { AtomicU32::new(0) }; N],
+        }
+    }
+
+    /// The heavy fence, from core `me`: `fence`, a ticket on every other core, `raise`
+    /// with the set of them (a bit per core), a wait until each has served a ticket at
+    /// least as new, `fence`.
+    pub(crate) fn request(&self, me: usize, fence: fn(), raise: impl FnOnce(u32)) {
+        fence();
+        let mut ticket = [0u32; N];
+        let mut targets = 0u32;
+        for (c, t) in ticket.iter_mut().enumerate().filter(|&(c, _)| c != me) {
+            *t = self.asked[c].fetch_add(1, AcqRel).wrapping_add(1);
+            targets |= 1 << c;
+        }
+        raise(targets);
+        for (c, &t) in ticket.iter().enumerate().filter(|&(c, _)| c != me) {
+            // Served at least up to `t` (wrapping: within half the range).
+            while (self.served[c].load(Acquire).wrapping_sub(t) as i32) < 0 {
+                core::hint::spin_loop();
+            }
+        }
+        fence();
+    }
+
+    /// The interrupt handler's part, on core `me` (its interrupt already cleared): the
+    /// newest ticket asked of it, `fence`, the observer ([`observe_serves`]), the ticket
+    /// published as served.
+    pub(crate) fn serve(&self, me: usize, fence: fn()) {
+        let ticket = self.asked[me].load(Acquire);
+        fence();
+        let observer = OBSERVER.load(Acquire);
+        if !observer.is_null() {
+            // SAFETY: `OBSERVER` only holds null or a `fn(usize)` stored by
+            // `observe_serves`.
+            let f: fn(usize) = unsafe { core::mem::transmute::<*mut (), fn(usize)>(observer) };
+            f(me);
+        }
+        self.served[me].store(ticket, Release);
+    }
+}
+
+/// Test instrumentation: a `fn(usize)` as a pointer, or null.
+static OBSERVER: AtomicPtr<()> = AtomicPtr::new(core::ptr::null_mut());
+
+/// Test instrumentation: `f(core)` runs in the handler of every request served from now
+/// on, on the served core, after its fence and before the requester is released (so
+/// while the requester waits inside its heavy fence). `None` stops it.
+pub fn observe_serves(f: Option<fn(usize)>) {
+    let p = f.map_or(core::ptr::null_mut(), |f| f as *mut ());
+    OBSERVER.store(p, Release);
+}
