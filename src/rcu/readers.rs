@@ -115,8 +115,14 @@ impl<const N: usize> Rcu<N> {
             if ops::claim(&s.0) {
                 // INVARIANT: i < N (an index of `slots`); our exchange claimed slot i, so
                 // we are its only writer from now on; it is offline (CLAIMED).
+                // (`word` from the iterator, not `slots[i]`: no bounds check, so no
+                // panic path is compiled into a claim.)
                 return Ok(Reader {
-                    at: At::new(self, i),
+                    at: At {
+                        rcu: self,
+                        slot: i,
+                        word: &s.0,
+                    },
                     _not_send: PhantomData,
                 });
             }
