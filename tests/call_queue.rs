@@ -235,6 +235,10 @@ fn torture(_x: &Exclusive, rounds: u32) -> u32 {
         bufs: [AtomicU32; BUFS],
         stop: AtomicBool,
         bad: AtomicU32,
+        /// Readers that have begun their loop: the writer starts after both, so that
+        /// the rounds overlap their sections even on a loaded machine (a control that
+        /// ran its 5,000 rounds before the readers were scheduled caught nothing).
+        started: AtomicU32,
     }
     let w: &'static World = leak(World {
         rcu: Rcu::new(),
@@ -243,6 +247,7 @@ fn torture(_x: &Exclusive, rounds: u32) -> u32 {
         bufs: [const { AtomicU32::new(0) }; BUFS],
         stop: AtomicBool::new(false),
         bad: AtomicU32::new(0),
+        started: AtomicU32::new(0),
     });
     let q: &'static CallQueue<usize, 16, 8> = leak(CallQueue::new(&w.rcu));
     w.bufs[0].store(1, Relaxed);
@@ -251,6 +256,7 @@ fn torture(_x: &Exclusive, rounds: u32) -> u32 {
         .map(|_| {
             std::thread::spawn(move || {
                 let r = w.rcu.register().unwrap();
+                w.started.fetch_add(1, Relaxed);
                 while !w.stop.load(Relaxed) {
                     r.read(|_| {
                         let i = w.current.load(Acquire);
@@ -273,6 +279,9 @@ fn torture(_x: &Exclusive, rounds: u32) -> u32 {
     // The writer: a free buffer (its last callback has run) becomes current; the old
     // one is handed to a callback.
     let mut me = w.rcu.register().unwrap();
+    while w.started.load(Relaxed) < 2 {
+        std::thread::yield_now();
+    }
     for round in 0..rounds {
         let next = (round as usize + 1) % BUFS;
         if w.bufs[next].load(Relaxed) == 1 && w.current.load(Relaxed) != next {
