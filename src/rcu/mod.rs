@@ -179,10 +179,12 @@
 //!   closure that sees the [`Waiting`] state (attempts so far, the holdouts) and returns
 //!   `ControlFlow::Continue(())` to go on or `ControlFlow::Break(())` to give up
 //!   ([`Error::GaveUp`](crate::Error::GaveUp); nothing is left half done). Ready-made:
-//!   [`spin`], [`forever`]`(f)` (yield, `wfi`, an RTOS sleep between attempts), and
-//!   closures over a [`Deadline`] (`|_| deadline.check()`) or a [`StallDetector`]
-//!   (`|w| stall.observe(w)`; both: `|w| { stall.observe(w)?; deadline.check() }`), on a
-//!   clock you supply.
+//!   [`spin`], [`forever`]`(f)` (yield, `wfi`, an RTOS sleep between attempts), and a
+//!   [`Deadline`] or a [`StallDetector`] on a clock you supply (`deadline.hook()`,
+//!   `stall.hook()`; both: `|w| { stall.observe(w)?; deadline.check() }`). The waits
+//!   take an `FnMut` bound, not a hook trait, so that `|_| ...` and `|w| ...` need no
+//!   annotations: rustc infers a closure's higher-ranked signature only from an `Fn`
+//!   bound (`src/rcu/wait.rs` says more).
 //! * **Per-CPU readers.** [`Rcu::per_cpu`] makes every dedicated slot's
 //!   [`ContextReader`] at once, in a `static`, with a hook that names the calling CPU:
 //!   `CPUS.current()` is its reader, with no indexing of your own
