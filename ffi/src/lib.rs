@@ -277,7 +277,7 @@ pub unsafe extern "C" fn rcuref_fileref32_put_close(r: *const rcuref_fileref32) 
 pub unsafe extern "C" fn rcuref_fileref32_read(r: *const rcuref_fileref32) -> u32 {
     // SAFETY: the caller's promise (`fr32`).
     match unsafe { fr32(r) } {
-        Some(c) => c.read(),
+        Some(c) => c.count(),
         None => 0,
     }
 }
@@ -352,7 +352,7 @@ pub unsafe extern "C" fn rcuref_fileref64_put_close(r: *const rcuref_fileref64) 
 pub unsafe extern "C" fn rcuref_fileref64_read(r: *const rcuref_fileref64) -> u64 {
     // SAFETY: the caller's promise (`fr64`).
     match unsafe { fr64(r) } {
-        Some(c) => c.read(),
+        Some(c) => c.count(),
         None => 0,
     }
 }
@@ -631,7 +631,7 @@ pub unsafe extern "C" fn rcuref_read_lock(ctx: *const rcuref_ctx) -> i32 {
         Err(e) => return e,
     };
     let r = c.reader();
-    if let Err(e) = r.enter() {
+    if let Err(e) = r.raw_lock() {
         return code(e);
     }
     // An interrupt handler may have closed the context between the owner check and
@@ -644,7 +644,7 @@ pub unsafe extern "C" fn rcuref_read_lock(ctx: *const rcuref_ctx) -> i32 {
     }
     if OWNERS[c.index][c.slot].load(Relaxed) != c.owner {
         // SAFETY: the level left is the one entered just above, nothing read in it.
-        let _ = unsafe { r.exit() };
+        let _ = unsafe { r.raw_unlock() };
         return RCUREF_ENOTOWNER;
     }
     RCUREF_OK
@@ -661,8 +661,8 @@ pub unsafe extern "C" fn rcuref_read_lock(ctx: *const rcuref_ctx) -> i32 {
 pub unsafe extern "C" fn rcuref_read_unlock(ctx: *const rcuref_ctx) -> i32 {
     // SAFETY: the caller's promise.
     match unsafe { context(ctx) } {
-        // SAFETY: the caller's promise is `ContextReader::exit`'s.
-        Ok(c) => match unsafe { c.reader().exit() } {
+        // SAFETY: the caller's promise is `ContextReader::raw_unlock`'s.
+        Ok(c) => match unsafe { c.reader().raw_unlock() } {
             Ok(()) => RCUREF_OK,
             Err(e) => code(e),
         },

@@ -133,10 +133,10 @@
 //!   the section's loads happen before whatever the cookie's holder does next.
 //! * **Every** store to a slot is `Release`, not only the unlock: a scan may read the
 //!   value of the *next* section (the reader re-entered at once, or a handler claimed
-//!   the slot again through [`Rcu::read`]), and under C++20's release sequences, which
+//!   the slot again through [`Rcu::with_reader`]), and under C++20's release sequences, which
 //!   Rust follows, a relaxed store there would leave the previous section's reads
 //!   unordered before the reclaim (a data race; `rcu-release-sequence`, and
-//!   `rcu-irq-claim` / `rcu-irq-release` for `Rcu::read`'s claim and release). On x86 a
+//!   `rcu-irq-claim` / `rcu-irq-release` for `Rcu::with_reader`'s claim and release). On x86 a
 //!   release store is a plain `mov`; on Arm and RISC-V it adds a barrier before it.
 //! * The phase word is relaxed everywhere: whatever phase a section records, one of a
 //!   grace period's two waits is for it (`rcu-phase-word`).
@@ -218,7 +218,7 @@
 //!   sleeps (legal, and sound); [`GpCookie::holdouts`] names its slot, so a stall report
 //!   points at it.
 //! * Interrupt-context readers: a handler takes a slot for its section with
-//!   [`Rcu::read`] (one slot per interrupt priority that reads, plus threads/harts), or
+//!   [`Rcu::with_reader`] (one slot per interrupt priority that reads, plus threads/harts), or
 //!   uses its level's or its CPU's [`ContextReader`].
 //! * Dropping a [`Reader`] ends a section whose guard was leaked: the borrow checker
 //!   has already ended every reference read under it.
@@ -227,7 +227,7 @@
 //!
 //! | Linux | here | difference |
 //! |---|---|---|
-//! | `rcu_read_lock`/`unlock` | [`Reader::lock`], [`ContextReader::lock`], [`ContextReader::enter`]/[`exit`](ContextReader::exit) | a slot per context instead of per CPU |
+//! | `rcu_read_lock`/`unlock` | [`Reader::lock`], [`ContextReader::lock`], [`ContextReader::raw_lock`]/[`raw_unlock`](ContextReader::raw_unlock) | a slot per context instead of per CPU |
 //! | `srcu_down_read`/`srcu_up_read` | [`Rcu::down_read`], [`ReadToken::up_read`] (`Send`) | a slot per token, never nested |
 //! | `synchronize_rcu` | [`Reader::synchronize`], [`ContextReader::synchronize`] | waits through a context, with a hook |
 //! | `start_poll_synchronize_rcu` | [`Rcu::start_poll`] | starts nothing: pollers drive grace periods |
@@ -281,7 +281,7 @@
 //!   are leaked), not when `defer_async`'s future is dropped. Cookies and retired values
 //!   answer only about their own domain.
 //! * Interrupt handlers may nest on a [`ContextReader`] at any instruction of the
-//!   interrupted context's lock, unlock or section, and may use [`Rcu::read`] at any
+//!   interrupted context's lock, unlock or section, and may use [`Rcu::with_reader`] at any
 //!   point, with the same guarantee.
 //! * This holds with any number of contexts driving grace periods at once and any of
 //!   them stopped anywhere for any time (modelled in loom with two drivers, tested with
@@ -310,7 +310,7 @@
 //!
 //! What rests on the binary's choices: `--cfg rcuref_unsafe_assume_single_core` is
 //! correct only if every reader and writer of the domain runs on one core; on thumbv6m
-//! the slot-claiming compare-exchange (in [`Rcu::register`]) comes from
+//! the slot-claiming compare-exchange (in [`Rcu::reader`]) comes from
 //! portable-atomic's critical-section or single-core mode, which the binary picks.
 
 // One role per file, with no import circle: `encoding` (the words) <- `ops` (their

@@ -564,7 +564,7 @@ mod tests {
             observe_serves(Some(on_serve));
             #[cfg(rcuref_mutants)]
             rcuref::mutants::set_pause_hook(Some(on_scan));
-            let mut w = D.register().unwrap();
+            let mut w = D.reader().unwrap();
             for _ in 0..GRACE_PERIODS {
                 w.synchronize(rcuref::rcu::forever(core::hint::spin_loop))
                     .unwrap();
