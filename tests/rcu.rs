@@ -115,8 +115,8 @@ fn context_readers_nest_and_report() {
 }
 
 #[test]
-fn split_enter_and_exit_hold_grace_periods() {
-    cases::split_enter_and_exit_hold_grace_periods();
+fn split_raw_lock_and_raw_unlock_hold_grace_periods() {
+    cases::split_raw_lock_and_raw_unlock_hold_grace_periods();
 }
 
 #[test]

@@ -414,13 +414,14 @@ impl<'d, const N: usize> ContextReader<'d, N> {
     /// Enters a read section (or nests one level deeper) without a guard, for callers
     /// that cannot hold one across the section: a C API, a section that a kernel opens
     /// in one function and closes in another. The same memory operations as
-    /// [`lock`](Self::lock); end it with [`raw_unlock`](Self::raw_unlock). A section entered here
-    /// and never left is like a leaked guard: every later grace period waits for it.
+    /// [`lock`](Self::lock); end it with [`raw_unlock`](Self::raw_unlock). A section
+    /// entered here and never left is like a leaked guard: every later grace period
+    /// waits for it.
     ///
     /// # Errors
     /// [`Error::TooDeep`] if the section is already nested as deep as the slot can
-    /// count (about 2^30 levels); nothing changes, so balanced exits still end the
-    /// section. (A [`Guard`] at that depth sticks instead: its section never ends,
+    /// count (about 2^30 levels); nothing changes, so balanced `raw_unlock`s still end
+    /// the section. (A [`Guard`] at that depth sticks instead: its section never ends,
     /// rather than wrap to "offline" under 2^30 leaked guards.)
     #[inline]
     pub fn raw_lock(&self) -> Result<(), Error> {
@@ -435,7 +436,7 @@ impl<'d, const N: usize> ContextReader<'d, N> {
     ///
     /// # Safety
     /// Nothing read inside the level being left may be used after this call, and the
-    /// level must be one this code entered with `enter`: leaving a level that a live
+    /// level must be one this code entered with `raw_lock`: leaving a level that a live
     /// [`Guard`] of this context stands for would end that guard's section under it
     /// (an interrupt handler that leaves more levels than it entered does that to the
     /// code it interrupted).
@@ -761,17 +762,17 @@ mod ceiling_tests {
     use crate::rcu::encoding::entered;
 
     /// A section entered without a guard stops one level short of the sticky count:
-    /// `enter` there is refused with `Error::TooDeep` and changes nothing, so as many
-    /// exits as successful enters end the section (a stuck slot would stall every grace
+    /// `raw_lock` there is refused with `Error::TooDeep` and changes nothing, so as many
+    /// `raw_unlock`s as successful `raw_lock`s end the section (a stuck slot would stall every grace
     /// period of the domain for good).
     #[test]
-    fn enter_at_the_ceiling_is_refused_and_exits_still_balance() {
+    fn raw_lock_at_the_ceiling_is_refused_and_raw_unlocks_still_balance() {
         let rcu: Rcu<1> = Rcu::with_dedicated(1);
         // SAFETY: (test) this context is the slot's only user.
         let me = unsafe { rcu.context_reader(0) };
         me.raw_lock().unwrap();
         // As if entered (STICKY - 2 * ONE_LEVEL) / ONE_LEVEL times: one level short of
-        // the last one `enter` allows.
+        // the last one `raw_lock` allows.
         let depth = (STICKY - 2 * ONE_LEVEL) / ONE_LEVEL;
         let v = entered(0) - ONE_LEVEL + depth * ONE_LEVEL;
         rcu.slots[0].0.store(v, Relaxed);
@@ -782,9 +783,9 @@ mod ceiling_tests {
         assert_eq!(
             rcu.slots[0].0.load(Relaxed),
             top,
-            "a refused enter changed the slot"
+            "a refused raw_lock changed the slot"
         );
-        // Each exit takes one level off, from the top as from anywhere (2^30 exits
+        // Each raw_unlock takes one level off, from the top as from anywhere (2^30 of them
         // would be slow here; the arithmetic is the same at every depth).
         // SAFETY: (test) nothing is read; each level left was entered here.
         unsafe { me.raw_unlock() }.unwrap();
@@ -795,7 +796,10 @@ mod ceiling_tests {
             // SAFETY: (test) as above.
             unsafe { me.raw_unlock() }.unwrap();
         }
-        assert!(!me.in_read_section(), "the section outlived its exits");
+        assert!(
+            !me.in_read_section(),
+            "the section outlived its raw_unlocks"
+        );
         // SAFETY: (test) as above.
         assert_eq!(unsafe { me.raw_unlock() }, Err(Error::NotInSection));
     }

@@ -530,9 +530,9 @@ pub fn context_readers_nest_and_report() {
 
 /// A section entered without a guard (`ContextReader::raw_lock`, for C and for sections
 /// that open in one function and close in another) is a section like a guard's: it
-/// nests, holds grace periods up until its `exit`, and an `exit` with no section open
-/// is refused with `Error::NotInSection`, changing nothing.
-pub fn split_enter_and_exit_hold_grace_periods() {
+/// nests, holds grace periods up until its `raw_unlock`, and a `raw_unlock` with no
+/// section open is refused with `Error::NotInSection`, changing nothing.
+pub fn split_raw_lock_and_raw_unlock_hold_grace_periods() {
     static RCU: Rcu<2> = Rcu::with_dedicated(2);
     // SAFETY: (test) each reader is used by this one context only.
     static READERS: [ContextReader<'static, 2>; 2] = unsafe { RCU.context_readers() };
@@ -545,7 +545,7 @@ pub fn split_enter_and_exit_hold_grace_periods() {
     let cookie = RCU.start_poll();
     // SAFETY: (test) as above; the level left is one this code entered.
     unsafe { me.raw_unlock() }.unwrap();
-    assert!(me.in_read_section(), "one exit left both levels");
+    assert!(me.in_read_section(), "one raw_unlock left both levels");
     for _ in 0..10 {
         assert!(
             !cookie.poll(),
@@ -568,7 +568,10 @@ pub fn split_enter_and_exit_hold_grace_periods() {
     let mut polls = 0;
     while !cookie.poll() {
         polls += 1;
-        assert!(polls < 10, "the grace period did not end after the exit");
+        assert!(
+            polls < 10,
+            "the grace period did not end after the raw_unlock"
+        );
     }
     // SAFETY: (test) as above.
     assert_eq!(unsafe { me.raw_unlock() }, Err(Error::NotInSection));

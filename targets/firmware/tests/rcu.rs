@@ -95,8 +95,8 @@ mod tests {
     }
 
     #[test]
-    fn split_enter_and_exit_hold_grace_periods() {
-        cases::split_enter_and_exit_hold_grace_periods();
+    fn split_raw_lock_and_raw_unlock_hold_grace_periods() {
+        cases::split_raw_lock_and_raw_unlock_hold_grace_periods();
     }
 
     #[test]
