@@ -133,11 +133,12 @@
 //!   the section's loads happen before whatever the cookie's holder does next.
 //! * **Every** store to a slot is `Release`, not only the unlock: a scan may read the
 //!   value of the *next* section (the reader re-entered at once, or a handler claimed
-//!   the slot again through [`Rcu::with_reader`]), and under C++20's release sequences, which
-//!   Rust follows, a relaxed store there would leave the previous section's reads
-//!   unordered before the reclaim (a data race; `rcu-release-sequence`, and
-//!   `rcu-irq-claim` / `rcu-irq-release` for `Rcu::with_reader`'s claim and release). On x86 a
-//!   release store is a plain `mov`; on Arm and RISC-V it adds a barrier before it.
+//!   the slot again through [`Rcu::with_reader`]), and under C++20's release
+//!   sequences, which Rust follows, a relaxed store there would leave the previous
+//!   section's reads unordered before the reclaim (a data race; `rcu-release-sequence`,
+//!   and `rcu-irq-claim` / `rcu-irq-release` for `Rcu::with_reader`'s claim and
+//!   release). On x86 a release store is a plain `mov`; on Arm and RISC-V it adds a
+//!   barrier before it.
 //! * The phase word is relaxed everywhere: whatever phase a section records, one of a
 //!   grace period's two waits is for it (`rcu-phase-word`).
 //! * The lap guard: registration and the counter's re-read, against a step's check of
@@ -218,8 +219,8 @@
 //!   sleeps (legal, and sound); [`GpCookie::holdouts`] names its slot, so a stall report
 //!   points at it.
 //! * Interrupt-context readers: a handler takes a slot for its section with
-//!   [`Rcu::with_reader`] (one slot per interrupt priority that reads, plus threads/harts), or
-//!   uses its level's or its CPU's [`ContextReader`].
+//!   [`Rcu::with_reader`] (one slot per interrupt priority that reads, plus
+//!   threads/harts), or uses its level's or its CPU's [`ContextReader`].
 //! * Dropping a [`Reader`] ends a section whose guard was leaked: the borrow checker
 //!   has already ended every reference read under it.
 //!

@@ -763,8 +763,8 @@ mod ceiling_tests {
 
     /// A section entered without a guard stops one level short of the sticky count:
     /// `raw_lock` there is refused with `Error::TooDeep` and changes nothing, so as many
-    /// `raw_unlock`s as successful `raw_lock`s end the section (a stuck slot would stall every grace
-    /// period of the domain for good).
+    /// `raw_unlock`s as successful `raw_lock`s end the section (a stuck slot would stall
+    /// every grace period of the domain for good).
     #[test]
     fn raw_lock_at_the_ceiling_is_refused_and_raw_unlocks_still_balance() {
         let rcu: Rcu<1> = Rcu::with_dedicated(1);
