@@ -635,9 +635,9 @@ pub unsafe extern "C" fn rcuref_read_lock(ctx: *const rcuref_ctx) -> i32 {
         return code(e);
     }
     // An interrupt handler may have closed the context between the owner check and
-    // the enter (`rcuref_ctx_close`, which takes the owner away first): then leave the
-    // level just entered, which nothing has read under. The enter's fence keeps this
-    // load after it.
+    // the `raw_lock` (`rcuref_ctx_close`, which takes the owner away first): then leave
+    // the level just entered, which nothing has read under. The `raw_lock`'s fence
+    // keeps this load after it.
     #[cfg(rcuref_mutants)]
     if mutants::SKIP_OWNER_RECHECK.load(Relaxed) {
         return RCUREF_OK;
