@@ -34,10 +34,10 @@ pub enum Error {
     /// exclude each other without waiting).
     Busy,
     /// A section was left that was never entered: an unlock without a lock
-    /// ([`ContextReader::exit`](crate::rcu::ContextReader::exit)).
+    /// ([`ContextReader::raw_unlock`](crate::rcu::ContextReader::raw_unlock)).
     NotInSection,
     /// A section nested as deep as its slot can count (about 2^30 levels): nothing
-    /// entered ([`ContextReader::enter`](crate::rcu::ContextReader::enter)).
+    /// entered ([`ContextReader::raw_lock`](crate::rcu::ContextReader::raw_lock)).
     TooDeep,
 }
 

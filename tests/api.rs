@@ -36,7 +36,7 @@ fn every_public_type_is_debug() {
     let retired = cell.replace(&mut b);
     let e = Everything {
         rcu: &RCU,
-        reader: RCU.register().unwrap(),
+        reader: RCU.reader().unwrap(),
         cookie: RCU.start_poll(),
         cell,
         retired,

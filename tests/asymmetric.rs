@@ -115,7 +115,7 @@ fn store_buffering_torture(rounds: u32) -> u32 {
     let contended: [Line; LINES] = std::array::from_fn(|_| Line(AtomicU32::new(0)));
     std::thread::scope(|s| {
         s.spawn(|| {
-            let reader = rcu.register().unwrap();
+            let reader = rcu.reader().unwrap();
             let mut n = 0u32;
             while !done.load(Relaxed) {
                 n = n.wrapping_add(1);
@@ -171,8 +171,8 @@ fn no_reader_sees_freed_data_with_the_heavy_fence() {
 }
 
 /// The store-buffering torture on a 3-bit counter (waits 1, 3, 5, 7: a lap is two
-/// grace periods), with a reader that claims a slot for each section (`register`, as
-/// `Rcu::read` does), so that between its sections every slot is free and the writer's waits skip the heavy
+/// grace periods), with a reader that claims a slot for each section (`reader`, as
+/// `Rcu::with_reader` does), so that between its sections every slot is free and the writer's waits skip the heavy
 /// fence and write no mark.
 ///
 /// Each round: while the reader is between sections, the writer drives the counter
@@ -233,7 +233,7 @@ fn lap_torture(rounds: u32) -> (u32, u32) {
                 // Claim a slot for this section only: the claim's locked exchange drains
                 // the store buffer, the stores to lines the writer owns fill it again,
                 // and the announce queues behind them while the loads go ahead.
-                let reader = rcu.register().unwrap();
+                let reader = rcu.reader().unwrap();
                 entering.store(n, Release);
                 for l in &contended {
                     l.0.store(n, Relaxed);

@@ -55,7 +55,7 @@ impl Future for YieldNow {
 #[test]
 fn a_guard_across_await_holds_the_grace_period_and_is_named() {
     static RCU: Rcu<3> = Rcu::new();
-    let reader = RCU.register().unwrap();
+    let reader = RCU.reader().unwrap();
     let slot = reader.slot();
     let guard = reader.lock();
     let cookie = RCU.start_poll();
@@ -94,7 +94,7 @@ fn async_reclamation() {
     static RCU: Rcu<2> = Rcu::new();
     let (mut a, mut b) = (1u32, 2u32);
     let cell = RcuCell::new(&RCU, &mut a);
-    let reader = RCU.register().unwrap();
+    let reader = RCU.reader().unwrap();
     let guard = reader.lock();
     let retired = cell.replace(&mut b);
     let mut q: DeferQueue<u32, 1, 2> = DeferQueue::new(&RCU);
@@ -131,7 +131,7 @@ fn async_reclamation() {
 #[test]
 fn defer_async_with_room_does_not_wait() {
     static RCU: Rcu<2> = Rcu::new();
-    let reader = RCU.register().unwrap();
+    let reader = RCU.reader().unwrap();
     let _guard = reader.lock(); // no grace period can end while this lives
     let mut q: DeferQueue<u32, 2, 2> = DeferQueue::new(&RCU);
     let released = std::cell::RefCell::new(Vec::new());

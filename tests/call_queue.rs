@@ -22,7 +22,7 @@ fn a_callback_runs_once_after_its_grace_period() {
     let _x = exclusive();
     let rcu: &Rcu<4> = leak(Rcu::new());
     let q: &CallQueue<u32, 4, 4> = leak(CallQueue::new(rcu));
-    let r = rcu.register().unwrap();
+    let r = rcu.reader().unwrap();
     let g = r.lock();
     q.call(5).unwrap();
     assert_eq!(q.pending(), 1);
@@ -120,7 +120,7 @@ fn a_barrier_runs_everything_queued_before_it() {
     let _x = exclusive();
     let rcu: &Rcu<4> = leak(Rcu::with_dedicated(1));
     let q: &CallQueue<u32, 8, 4> = leak(CallQueue::new(rcu));
-    let mut w = rcu.register().unwrap();
+    let mut w = rcu.reader().unwrap();
     // Nothing queued: at once, even from inside a section (a leaked guard).
     let g = w.lock();
     let none = q.barrier(unsafe_context(rcu), spin, |_| unreachable!());
@@ -149,19 +149,19 @@ fn a_barrier_refuses_what_would_wait_for_itself() {
     let other: &Rcu<4> = leak(Rcu::new());
     let q: &CallQueue<u32, 4, 4> = leak(CallQueue::new(rcu));
     q.call(1).unwrap();
-    let mut w = rcu.register().unwrap();
-    let mut o = other.register().unwrap();
+    let mut w = rcu.reader().unwrap();
+    let mut o = other.reader().unwrap();
     assert_eq!(q.barrier(&mut o, spin, |_| {}), Err(Error::OtherDomain));
     let c = unsafe_context(rcu);
-    c.enter().unwrap();
+    c.raw_lock().unwrap();
     assert_eq!(q.barrier(c, spin, |_| {}), Err(Error::InReadSection));
     assert_eq!(q.pending(), 1, "a refused barrier ran something");
     // SAFETY: (test) nothing was read in the section.
-    unsafe { c.exit().unwrap() };
+    unsafe { c.raw_unlock().unwrap() };
     // A reader of the domain in a section on another thread: the hook gives up.
     let (inside, leave) = (leak(AtomicBool::new(false)), leak(AtomicBool::new(false)));
     let t = std::thread::spawn(move || {
-        let r = rcu.register().unwrap();
+        let r = rcu.reader().unwrap();
         let _g = r.lock();
         inside.store(true, SeqCst);
         while !leave.load(SeqCst) {
@@ -206,7 +206,7 @@ fn dropping_the_queue_drops_only_what_is_due() {
     }
     let dropped: &AtomicUsize = leak(AtomicUsize::new(0));
     let rcu: &Rcu<2> = leak(Rcu::new());
-    let r = rcu.register().unwrap();
+    let r = rcu.reader().unwrap();
     {
         let q: CallQueue<Counted, 4, 2> = CallQueue::new(rcu);
         q.call(Counted(dropped)).ok().unwrap();
@@ -255,10 +255,10 @@ fn torture(_x: &Exclusive, rounds: u32) -> u32 {
     let readers: Vec<_> = (0..2)
         .map(|_| {
             std::thread::spawn(move || {
-                let r = w.rcu.register().unwrap();
+                let r = w.rcu.reader().unwrap();
                 w.started.fetch_add(1, Relaxed);
                 while !w.stop.load(Relaxed) {
-                    r.read(|_| {
+                    r.section(|_| {
                         let i = w.current.load(Acquire);
                         for _ in 0..50 {
                             if w.bufs[i].load(Relaxed) == 0 {
@@ -278,7 +278,7 @@ fn torture(_x: &Exclusive, rounds: u32) -> u32 {
     });
     // The writer: a free buffer (its last callback has run) becomes current; the old
     // one is handed to a callback.
-    let mut me = w.rcu.register().unwrap();
+    let mut me = w.rcu.reader().unwrap();
     while w.started.load(Relaxed) < 2 {
         std::thread::yield_now();
     }
@@ -351,7 +351,7 @@ mod controls {
         q.call(0).unwrap(); // place 0
         let c = rcu.start_poll();
         while !c.poll() {}
-        late.enter().unwrap(); // keeps the next callback from being due
+        late.raw_lock().unwrap(); // keeps the next callback from being due
         let aged = rcu.start_poll().into_raw();
         q.call(1).unwrap(); // place 1: the one that ages
                             // Place 0 free again, and runs keep starting at place 0 (no budget hit).
@@ -360,7 +360,7 @@ mod controls {
             Ran { ran: 1, left: 1 }
         );
         // SAFETY: (test) nothing was read in the section.
-        unsafe { late.exit().unwrap() };
+        unsafe { late.raw_unlock().unwrap() };
         // Whole grace periods (from an even counter, 4 steps each: that run's poll of
         // the callback's cookie left a wait in progress, and the first one ends it)
         // until the barrier's own grace period will leave the counter one to five steps
@@ -377,7 +377,7 @@ mod controls {
             assert!(steps < 64, "the cookie never aged");
         }
         q.call(2).unwrap(); // place 0, before the aged one in a pass
-        let mut w = rcu.register().unwrap();
+        let mut w = rcu.reader().unwrap();
         let mut attempts = 0;
         let r = q.barrier(
             &mut w,
@@ -391,12 +391,12 @@ mod controls {
             },
             |v| {
                 if v == 2 {
-                    late.enter().unwrap(); // a section after the barrier's grace period
+                    late.raw_lock().unwrap(); // a section after the barrier's grace period
                 }
             },
         );
         // SAFETY: (test) nothing was read in the section.
-        unsafe { late.exit().unwrap() };
+        unsafe { late.raw_unlock().unwrap() };
         set_gp_bits(32);
         r
     }
@@ -435,7 +435,7 @@ mod controls {
             while !started.load(SeqCst) {
                 std::hint::spin_loop();
             }
-            let mut w = rcu.register().unwrap();
+            let mut w = rcu.reader().unwrap();
             q.barrier(&mut w, spin, |_| done.store(true, SeqCst))
                 .unwrap();
             let ok = done.load(SeqCst);

@@ -225,7 +225,7 @@ fn two_drivers() -> (u32, [bool; 2]) {
     RETURNED.lock().unwrap().clear();
     // A registered reader (offline): a domain with every slot free needs no heavy
     // fence at all ("An empty domain"), which is tested on its own below.
-    let _reader = RCU.register().unwrap();
+    let _reader = RCU.reader().unwrap();
     set_pause_hook(Some(hook));
 
     let (a, held_in_fence) = start_held(Hold::InItsFirstFence);
@@ -282,7 +282,7 @@ fn negative_control_a_wait_marked_fenced_too_early_is_caught() {
 /// Heavy fences for `grace_periods` grace periods, each held up by a reader for
 /// `rescans` polls of each of two drivers (this thread and one more) before it leaves.
 fn fences_per_grace_period(grace_periods: u32, rescans: u32) -> f64 {
-    let reader = RCU.register().unwrap();
+    let reader = RCU.reader().unwrap();
     let before = FENCES.load(SeqCst);
     for _ in 0..grace_periods {
         let guard = reader.lock();
@@ -340,7 +340,7 @@ fn fences_per_grace_period_two_waiters() -> (f64, f64) {
     std::thread::scope(|s| {
         for _ in 0..2 {
             s.spawn(|| {
-                let mut w = RCU.register().unwrap();
+                let mut w = RCU.reader().unwrap();
                 start.wait();
                 for _ in 0..300 {
                     w.synchronize(rcuref::rcu::spin).unwrap();
@@ -399,7 +399,7 @@ fn negative_control_impatient_waiters_are_counted() {
 #[test]
 fn a_lone_waiter_never_waits_for_a_fence_nobody_issues() {
     let _restore = Restore::take();
-    let mut w = RCU.register().unwrap();
+    let mut w = RCU.reader().unwrap();
     for _ in 0..50 {
         let mut attempts = 0;
         w.synchronize(|x| {
@@ -419,7 +419,7 @@ fn a_lone_waiter_never_waits_for_a_fence_nobody_issues() {
 fn fences_in_a_domain(with_reader: bool, grace_periods: u32) -> u32 {
     static EMPTY: Rcu<4> = Rcu::new();
     // `Recording` reads `RCU`'s counter; here only the count matters.
-    let reader = with_reader.then(|| EMPTY.register().unwrap());
+    let reader = with_reader.then(|| EMPTY.reader().unwrap());
     let before = FENCES.load(SeqCst);
     for _ in 0..grace_periods {
         let c = EMPTY.start_poll();
@@ -468,7 +468,7 @@ fn fences_after_an_empty_lap() -> u32 {
     let lap: Rcu<4> = Rcu::new(); // after the width is set, as `set_gp_bits` asks
     let poll_to = |raw: u32| finish(lap.cookie_from_raw(raw));
     {
-        let _reader = lap.register().unwrap();
+        let _reader = lap.reader().unwrap();
         let before = FENCES.load(SeqCst);
         poll_to(4);
         assert_eq!(FENCES.load(SeqCst) - before, 2, "waits 1 and 3 fenced");
@@ -478,7 +478,7 @@ fn fences_after_an_empty_lap() -> u32 {
     poll_to(2); // wait 1, every slot free
     assert_eq!(FENCES.load(SeqCst) - before, 0, "an empty domain fenced");
     assert_eq!(lap.gp_counter(), 2);
-    let _reader = lap.register().unwrap();
+    let _reader = lap.reader().unwrap();
     let before = FENCES.load(SeqCst);
     poll_to(6); // waits 3 and 5
     FENCES.load(SeqCst) - before
@@ -519,7 +519,7 @@ fn attempts_of_a_wait(w: &mut rcuref::rcu::Reader<'_, 4>) -> u32 {
 /// A heavy fence panics at a wait, leaving the counter there; a lone blocking wait
 /// then takes the wait up. Returns its attempts.
 fn lone_waiter_after_a_panicked_fence() -> u32 {
-    let mut w = RCU.register().unwrap();
+    let mut w = RCU.reader().unwrap();
     PANIC_ONCE.store(true, SeqCst);
     let r = std::panic::catch_unwind(|| RCU.start_poll().poll());
     assert!(r.is_err(), "the heavy fence did not panic");
@@ -563,8 +563,8 @@ fn negative_control_begun_left_by_a_panic_is_caught() {
 /// its mark for `g` lands over `g + 2`, and it ends (its target is `g + 2`). The section
 /// ends; a blocking wait at `g + 2` finds the mark not at its wait.
 fn waiter_after_a_late_mark() -> u32 {
-    let reader = RCU.register().unwrap();
-    let mut w = RCU.register().unwrap();
+    let reader = RCU.reader().unwrap();
+    let mut w = RCU.reader().unwrap();
     let start = RCU.gp_counter();
     assert_eq!(start & 1, 0, "no grace period in flight");
     let g = start.wrapping_add(1);
@@ -643,7 +643,7 @@ fn lap_hook(p: Point) {
 /// of the new lap's wait 1).
 fn late_mark_a_lap_later() -> (u32, usize) {
     let lap = lap_domain();
-    let reader = lap.register().unwrap(); // not empty: wait 1 fences
+    let reader = lap.reader().unwrap(); // not empty: wait 1 fences
     let a = held_driver(Hold::InItsFirstFence, move || {
         let _ = lap.cookie_from_raw(5).poll();
     });
@@ -656,7 +656,7 @@ fn late_mark_a_lap_later() -> (u32, usize) {
     RELEASE.store(true, SeqCst);
     a.join().unwrap(); // A's mark 1 lands; it leaves half 0
     finish(lap.cookie_from_raw(0));
-    let _reader = lap.register().unwrap();
+    let _reader = lap.reader().unwrap();
     let before = LAP_LOG.lock().unwrap().len();
     finish(lap.cookie_from_raw(2));
     let n = LAP_LOG.lock().unwrap()[before..]
@@ -697,7 +697,7 @@ fn negative_control_a_late_mark_kept_across_laps_is_caught() {
 /// of the mark, if it made one, would wipe mark 5 and cost wait 5 a second fence.
 fn fences_at_a_wait_after_a_late_stepper() -> usize {
     let lap = lap_domain();
-    let reader = lap.register().unwrap();
+    let reader = lap.reader().unwrap();
     set_pause_hook(Some(lap_hook));
     let s = held_driver(Hold::AfterItsScanOf(3), move || {
         let _ = lap.cookie_from_raw(4).poll();

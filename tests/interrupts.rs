@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering::*};
 const LIVE: u32 = 1;
 const FREED: u32 = 2;
 
-/// Slot 0 is the context reader's; `Rcu::read` claims the others.
+/// Slot 0 is the context reader's; `Rcu::with_reader` claims the others.
 static RCU: Rcu<4> = Rcu::with_dedicated(1);
 static CURRENT: AtomicUsize = AtomicUsize::new(0);
 static BUFS: [AtomicU32; 2] = [AtomicU32::new(LIVE), AtomicU32::new(LIVE)];
@@ -47,11 +47,11 @@ fn context_handler(_: usize) {
     // SAFETY: (test) slot 0 is dedicated; only the reader thread and this handler, which
     // runs on it, use it.
     let c = unsafe { RCU.context_reader(0) };
-    c.read(|_| use_current());
+    c.section(|_| use_current());
 }
 
 fn claiming_handler(_: usize) {
-    RCU.read(|_| use_current())
+    RCU.with_reader(|_| use_current())
         .expect("a free slot for the handler");
 }
 
@@ -74,7 +74,7 @@ fn writer() {
 }
 
 /// `rounds` sections of a context reader (nesting a level of its own) or of
-/// `Rcu::read`, each interrupted at `gap`. Returns the violations seen.
+/// `Rcu::with_reader`, each interrupted at `gap`. Returns the violations seen.
 fn run(context: bool, gap: Gap, rounds: u32) -> u32 {
     VIOLATIONS.store(0, SeqCst);
     STOP.store(false, SeqCst);
@@ -91,13 +91,13 @@ fn run(context: bool, gap: Gap, rounds: u32) -> u32 {
         for round in 0..rounds {
             set_interrupt(Some((gap, slot)), handler, 0);
             if context {
-                c.read(|_| {
+                c.section(|_| {
                     use_current();
-                    c.read(|_| use_current());
+                    c.section(|_| use_current());
                     use_current();
                 });
             } else {
-                RCU.read(|_| use_current()).unwrap();
+                RCU.with_reader(|_| use_current()).unwrap();
             }
             assert!(
                 !interrupt_pending(),
@@ -107,7 +107,7 @@ fn run(context: bool, gap: Gap, rounds: u32) -> u32 {
         STOP.store(true, SeqCst);
     });
     set_interrupt(None, context_handler, 0);
-    assert_eq!(RCU.readers(), 1, "a slot was left claimed");
+    assert_eq!(RCU.reader_count(), 1, "a slot was left claimed");
     VIOLATIONS.load(SeqCst)
 }
 

@@ -66,7 +66,7 @@ fn barrier_waits_for_a_callback_running_elsewhere() {
         let runner = thread::spawn(move || {
             q.run(usize::MAX, |_| d.store(true, Ordering::SeqCst));
         });
-        let mut me = rcu.register().unwrap();
+        let mut me = rcu.reader().unwrap();
         let n = q
             .barrier(&mut me, forever(thread::yield_now), |_| {
                 done.store(true, Ordering::SeqCst)
@@ -96,8 +96,8 @@ fn callback_after_the_readers() {
             bufs: [UnsafeCell::new(1), UnsafeCell::new(1)],
         }));
         let reader = thread::spawn(move || {
-            let r = rcu.register().unwrap();
-            r.read(|_| {
+            let r = rcu.reader().unwrap();
+            r.section(|_| {
                 let i = s.current.load(Ordering::Acquire);
                 // SAFETY: (test) loom checks this read against the callback's write.
                 let v = s.bufs[i].with(|p| unsafe { *p });
@@ -141,7 +141,7 @@ fn barrier_meets_the_next_callbacks_number() {
             q.run(usize::MAX, write);
             let _ = q.call(2); // Y: place 0 again (M = 1), number 1
         });
-        let mut me = rcu.register().unwrap();
+        let mut me = rcu.reader().unwrap();
         q.barrier(&mut me, forever(thread::yield_now), write)
             .unwrap();
         // SAFETY: (test) loom checks this read against X's write.

@@ -1,13 +1,13 @@
 //! loom models of interrupt handlers that nest on the read side: a
 //! handler runs a whole read section at every gap between the memory operations of
-//! `lock`, `unlock`, `Rcu::register` (so `Rcu::read`) and a `Reader`'s drop, on the
+//! `lock`, `unlock`, `Rcu::reader` (so `Rcu::with_reader`) and a `Reader`'s drop, on the
 //! interrupted context, while a writer unpublishes, waits for a grace period by polling
 //! and frees. loom models threads, not interrupts: the library's interrupt points
 //! (`mutants::Gap`) call the handler right there, in the interrupted context's program
 //! order, which is what a trap does (a trap is not a fence).
 //!
 //! Two readers are modelled: a `ContextReader` whose handler nests on the same slot (the
-//! documented pattern: handlers of a CPU nest on its reader), and `Rcu::read`, whose
+//! documented pattern: handlers of a CPU nest on its reader), and `Rcu::with_reader`, whose
 //! handler claims a slot of its own. Every gap of each is modelled and must pass; the
 //! second review's finding 1 (`Mutant::NestedWithoutFence`: a nested lock without a
 //! fence, interrupting between the outermost lock's store and its fence) must be caught,
@@ -31,7 +31,7 @@ const LIVE: u32 = 1;
 const FREED: u32 = 0xDEAD;
 
 /// Two buffers a "pointer" (an index) names; loom watches their payloads. Slot 0 is the
-/// context reader's (dedicated); `Rcu::read` claims the others.
+/// context reader's (dedicated); `Rcu::with_reader` claims the others.
 struct World {
     rcu: Rcu<4>,
     current: AtomicUsize,
@@ -68,7 +68,7 @@ enum Reader {
     /// A `ContextReader`: nested sections of its own, and a handler that nests on its
     /// slot.
     Context,
-    /// `Rcu::read`, which claims a slot; its handler claims one too.
+    /// `Rcu::with_reader`, which claims a slot; its handler claims one too.
     Claimed,
 }
 
@@ -78,15 +78,15 @@ fn context_handler(world: usize) {
     // reader thread (the only one this handler runs on) has been joined.
     let w = unsafe { &*(world as *const World) };
     let c = w.context();
-    c.read(|_| w.read_current());
+    c.section(|_| w.read_current());
 }
 
-/// The handler of a context without a reader of its own: `Rcu::read`.
+/// The handler of a context without a reader of its own: `Rcu::with_reader`.
 fn claiming_handler(world: usize) {
     // SAFETY: as in `context_handler`.
     let w = unsafe { &*(world as *const World) };
     w.rcu
-        .read(|_| w.read_current())
+        .with_reader(|_| w.read_current())
         .expect("a free slot for the handler");
 }
 
@@ -132,13 +132,13 @@ fn interrupted_at(reader: Reader, gap: Gap) {
         let t = thread::spawn(move || match reader {
             Reader::Context => {
                 let c = r.context();
-                c.read(|_| {
-                    c.read(|_| r.read_current());
+                c.section(|_| {
+                    c.section(|_| r.read_current());
                     // After any nested section, a handler's included: still inside.
                     r.read_current();
                 });
             }
-            Reader::Claimed => r.rcu.read(|_| r.read_current()).unwrap(),
+            Reader::Claimed => r.rcu.with_reader(|_| r.read_current()).unwrap(),
         });
         let old = w.current.swap(1, Ordering::AcqRel);
         let cookie = w.rcu.start_poll();
@@ -150,7 +150,7 @@ fn interrupted_at(reader: Reader, gap: Gap) {
         t.join().unwrap();
         assert!(!interrupt_pending(), "the interrupt at {gap:?} never fired");
         assert_eq!(
-            w.rcu.readers(),
+            w.rcu.reader_count(),
             1,
             "a slot was left claimed (only the dedicated one may be)"
         );

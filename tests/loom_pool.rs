@@ -44,8 +44,8 @@ fn recheck_race() {
         l0.replace(Some(w.pool.alloc(Obj { key: 0 }).ok().unwrap()));
         let (r0, _r1) = (l0.clone(), l1.clone());
         let reader = thread::spawn(move || {
-            let reader = w.rcu.register().unwrap();
-            reader.read(|g| {
+            let reader = w.rcu.reader().unwrap();
+            reader.section(|g| {
                 if let Some(h) = r0.get(g) {
                     assert_eq!(h.key, 0, "a lookup of L0 returned L1's object");
                 }
@@ -70,8 +70,8 @@ fn reinit_race() {
         l0.replace(Some(w.pool.alloc(Obj { key: 0 }).ok().unwrap()));
         let r0 = l0.clone();
         let reader = thread::spawn(move || {
-            let reader = w.rcu.register().unwrap();
-            reader.read(|g| {
+            let reader = w.rcu.reader().unwrap();
+            reader.section(|g| {
                 if let Some(h) = r0.get(g) {
                     let _ = h.key; // reads the value: checked against the allocator's write
                 }
@@ -193,8 +193,8 @@ fn node_reuse_race() {
         l0.store(ptr, Ordering::Release);
         let rcu: &'static Rcu<2> = Box::leak(Box::new(Rcu::new()));
         let reader = thread::spawn(move || {
-            let r = rcu.register().unwrap();
-            r.read(|_| {
+            let r = rcu.reader().unwrap();
+            r.section(|_| {
                 let found = node::lookup(
                     || l0.load(Ordering::Acquire),
                     |p| (p == ptr).then_some(&item.node),

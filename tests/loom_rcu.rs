@@ -77,11 +77,11 @@ fn reader_vs_two_updates_with(two_drivers: bool) {
         let w = World::new();
         let r = w.clone();
         let t = thread::spawn(move || {
-            let reader = r.rcu.register().unwrap();
-            reader.read(|_| r.read_current());
+            let reader = r.rcu.reader().unwrap();
+            reader.section(|_| r.read_current());
         });
         let d = two_drivers.then(|| second_driver(&w));
-        let mut me = w.rcu.register().unwrap();
+        let mut me = w.rcu.reader().unwrap();
         w.replace_and_reclaim(1, &mut me);
         w.replace_and_reclaim(2, &mut me);
         t.join().unwrap();
@@ -106,14 +106,14 @@ fn nested_reader_vs_update_with(two_drivers: bool) {
         let w = World::new();
         let r = w.clone();
         let t = thread::spawn(move || {
-            let reader = r.rcu.register().unwrap();
+            let reader = r.rcu.reader().unwrap();
             let outer = reader.lock();
             drop(reader.lock());
             r.read_current();
             drop(outer);
         });
         let d = two_drivers.then(|| second_driver(&w));
-        let mut me = w.rcu.register().unwrap();
+        let mut me = w.rcu.reader().unwrap();
         w.replace_and_reclaim(1, &mut me);
         t.join().unwrap();
         if let Some(d) = d {
@@ -138,11 +138,11 @@ fn deferred_queue_and_synchronize() {
         let w = World::new();
         let (r, b) = (w.clone(), w.clone());
         let reader = thread::spawn(move || {
-            let reader = r.rcu.register().unwrap();
-            reader.read(|_| r.read_current());
+            let reader = r.rcu.reader().unwrap();
+            reader.section(|_| r.read_current());
         });
         let blocking = thread::spawn(move || {
-            let mut me = b.rcu.register().unwrap();
+            let mut me = b.rcu.reader().unwrap();
             b.replace_and_reclaim(1, &mut me);
         });
         let mut q: rcuref::rcu::DeferQueue<usize, 1, 4> = rcuref::rcu::DeferQueue::new(&w.rcu);
@@ -167,8 +167,8 @@ fn polled_grace_period_with(two_drivers: bool) {
         let w = World::new();
         let (r, p) = (w.clone(), w.clone());
         let reader = thread::spawn(move || {
-            let reader = r.rcu.register().unwrap();
-            reader.read(|_| r.read_current());
+            let reader = r.rcu.reader().unwrap();
+            reader.section(|_| r.read_current());
         });
         let old = w.current.swap(1, Ordering::AcqRel);
         let raw = w.rcu.start_poll().into_raw();
@@ -213,8 +213,8 @@ fn poller_and_writer_drive_at_once() {
             let _ = p.rcu.start_poll().poll();
         });
         let reader = thread::spawn(move || {
-            let reader = r.rcu.register().unwrap();
-            reader.read(|_| r.read_current());
+            let reader = r.rcu.reader().unwrap();
+            reader.section(|_| r.read_current());
         });
         let old = w.current.swap(1, Ordering::AcqRel);
         let cookie = w.rcu.start_poll();
@@ -240,8 +240,8 @@ fn cookie_taken_during_a_wait() {
         let w = World::new();
         let (r, p) = (w.clone(), w.clone());
         let reader = thread::spawn(move || {
-            let reader = r.rcu.register().unwrap();
-            reader.read(|_| r.read_current());
+            let reader = r.rcu.reader().unwrap();
+            reader.section(|_| r.read_current());
         });
         let poller = thread::spawn(move || {
             let _ = p.rcu.start_poll().poll();
@@ -266,11 +266,11 @@ fn blocking_and_polling_writers() {
         let w = World::new();
         let (r, b) = (w.clone(), w.clone());
         let reader = thread::spawn(move || {
-            let reader = r.rcu.register().unwrap();
-            reader.read(|_| r.read_current());
+            let reader = r.rcu.reader().unwrap();
+            reader.section(|_| r.read_current());
         });
         let blocking = thread::spawn(move || {
-            let mut me = b.rcu.register().unwrap();
+            let mut me = b.rcu.reader().unwrap();
             b.replace_and_reclaim(1, &mut me);
         });
         let old = w.current.swap(2, Ordering::AcqRel);
@@ -286,7 +286,7 @@ fn blocking_and_polling_writers() {
 }
 
 /// A reader leaves its section and at once enters another (or, as a handler would,
-/// gives its slot up and reads through `Rcu::read`, which claims one again), while a
+/// gives its slot up and reads through `Rcu::with_reader`, which claims one again), while a
 /// writer unpublishes what the first section read and reclaims after a cookie. A scan
 /// that reads the second section's slot value must still order the first section's
 /// read before the reclaim. (Found by a hostile review: with a relaxed store on entry,
@@ -296,11 +296,11 @@ fn reader_reenters_with(via_rcu_read: bool) {
         let w = World::new();
         let r = w.clone();
         let t = thread::spawn(move || {
-            let reader = r.rcu.register().unwrap();
-            reader.read(|_| r.read_current());
+            let reader = r.rcu.reader().unwrap();
+            reader.section(|_| r.read_current());
             if via_rcu_read {
                 drop(reader);
-                r.rcu.read(|_| ()).unwrap();
+                r.rcu.with_reader(|_| ()).unwrap();
             } else {
                 drop(reader.lock());
             }
@@ -402,14 +402,14 @@ fn two_drivers_across_the_lap_guard() {
             assert_eq!(w.rcu.gp_counter(), 6, "setup: the counter must start at 6");
             let (r, b) = (w.clone(), w.clone());
             let reader = thread::spawn(move || {
-                let reader = r.rcu.register().unwrap();
-                reader.read(|_| r.read_current());
+                let reader = r.rcu.reader().unwrap();
+                reader.section(|_| r.read_current());
             });
             let blocking = thread::spawn(move || {
-                let mut me = b.rcu.register().unwrap();
+                let mut me = b.rcu.reader().unwrap();
                 b.replace_and_reclaim(1, &mut me);
             });
-            let mut me = w.rcu.register().unwrap();
+            let mut me = w.rcu.reader().unwrap();
             w.replace_and_reclaim(2, &mut me);
             blocking.join().unwrap();
             reader.join().unwrap();
@@ -553,8 +553,8 @@ fn cell_replace_and_reclaim() {
         let cell: &'static rcuref::rcu::RcuCell<'static, Payload, 4> =
             Box::leak(Box::new(rcuref::rcu::RcuCell::new(rcu, first)));
         let reader = thread::spawn(move || {
-            let r = rcu.register().unwrap();
-            r.read(|g| cell.load(g).read());
+            let r = rcu.reader().unwrap();
+            r.section(|g| cell.load(g).read());
         });
         let driver = thread::spawn(move || {
             let _ = rcu.start_poll().poll();
@@ -585,8 +585,8 @@ fn value_replace_twice() {
             rcuref::rcu::RcuValue::new(rcu, Dropped(Payload(UnsafeCell::new(LIVE)))),
         ));
         let reader = thread::spawn(move || {
-            let r = rcu.register().unwrap();
-            r.read(|g| value.load(g).0.read());
+            let r = rcu.reader().unwrap();
+            r.section(|g| value.load(g).0.read());
         });
         let driver = thread::spawn(move || {
             let _ = rcu.start_poll().poll();
@@ -651,8 +651,8 @@ fn cookie_through_a_mailbox(store: Ordering, load: Ordering) {
         assert!(w.rcu.start_poll().poll()); // one grace period: the counter moves on
         let r = w.clone();
         let reader = thread::spawn(move || {
-            let me = r.rcu.register().unwrap();
-            me.read(|_| r.read_current());
+            let me = r.rcu.reader().unwrap();
+            me.section(|_| r.read_current());
         });
         let old = w.current.swap(1, Ordering::AcqRel);
         assert_eq!(old, 0);

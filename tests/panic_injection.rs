@@ -98,7 +98,7 @@ fn reclaim_panicking_at<'d>(n: u32) -> impl FnMut(Probe<'d>) {
 /// Drives `n` grace periods through a registered reader; each must end within a bounded
 /// number of attempts.
 fn grace_periods(rcu: &Rcu<4>, n: u32) {
-    let mut me = rcu.register().expect("a free slot for the driver");
+    let mut me = rcu.reader().expect("a free slot for the driver");
     for gp in 0..n {
         let r = me.synchronize(|w| {
             if w.attempts() > 10_000 {
@@ -124,8 +124,8 @@ fn hold_reader<'s, 'd: 's>(
     release: &'s AtomicBool,
 ) -> std::thread::ScopedJoinHandle<'s, ()> {
     let h = s.spawn(move || {
-        let r = rcu.register().unwrap();
-        r.read(|_| {
+        let r = rcu.reader().unwrap();
+        r.section(|_| {
             inside.store(true, SeqCst);
             while !release.load(SeqCst) {
                 std::thread::yield_now();
@@ -168,7 +168,7 @@ fn a_reclaim_that_panics_in_collect_leaves_the_rest_queued() {
 fn panic_in_the_first_collect() {
     let rcu: Rcu<4> = Rcu::new();
     let mut q: DeferQueue<Probe<'_>, 2, 4> = DeferQueue::new(&rcu);
-    let mut me = rcu.register().unwrap();
+    let mut me = rcu.reader().unwrap();
     for _ in 0..2 {
         assert!(q.defer(Probe::unpublished(&rcu)).is_ok());
     }
@@ -187,7 +187,7 @@ fn panic_in_the_first_collect() {
 fn panic_in_the_second_collect() {
     let rcu: Rcu<4> = Rcu::new();
     let mut q: DeferQueue<Probe<'_>, 2, 4> = DeferQueue::new(&rcu);
-    let mut me = rcu.register().unwrap();
+    let mut me = rcu.reader().unwrap();
     for _ in 0..2 {
         assert!(q.defer(Probe::unpublished(&rcu)).is_ok());
     }
@@ -211,7 +211,7 @@ fn panic_in_the_wait_hook() {
         let held = hold_reader(s, &rcu, &inside, &release);
         assert!(q.defer(Probe::unpublished(&rcu)).is_ok());
         let p = Probe::unpublished(&rcu);
-        let mut me = rcu.register().unwrap();
+        let mut me = rcu.reader().unwrap();
         let r = catch_unwind(AssertUnwindSafe(|| {
             let _ = q.defer_or_wait(&mut me, p, |_| panic!("injected: wait hook"), drop);
         }));
@@ -356,7 +356,7 @@ fn a_reclaim_that_panics_in_barrier_leaves_the_rest_queued() {
     let _s = Setup::new(Mutant::None);
     let rcu: Rcu<4> = Rcu::new();
     let mut q: DeferQueue<Probe<'_>, 3, 4> = DeferQueue::new(&rcu);
-    let mut me = rcu.register().unwrap();
+    let mut me = rcu.reader().unwrap();
     for _ in 0..3 {
         assert!(q.defer(Probe::unpublished(&rcu)).is_ok());
     }
@@ -380,7 +380,7 @@ fn a_wait_hook_or_stall_report_that_panics_leaves_grace_periods_running() {
     let (inside, release) = (AtomicBool::new(false), AtomicBool::new(false));
     std::thread::scope(|s| {
         let held = hold_reader(s, &rcu, &inside, &release);
-        let mut me = rcu.register().unwrap();
+        let mut me = rcu.reader().unwrap();
         for at in 1..=3u32 {
             let r = catch_unwind(AssertUnwindSafe(|| {
                 let _ = me.synchronize(|w| {
@@ -398,7 +398,7 @@ fn a_wait_hook_or_stall_report_that_panics_leaves_grace_periods_running() {
             |_, _| panic!("injected: stall report"),
         );
         let r = catch_unwind(AssertUnwindSafe(|| {
-            let _ = me.synchronize(|w| stall.observe(w));
+            let _ = me.synchronize(stall.hook());
         }));
         assert!(r.is_err());
         release.store(true, SeqCst);
@@ -426,7 +426,7 @@ fn a_value_whose_drop_panics_leaves_rcu_value_usable() {
     let rcu: Rcu<4> = Rcu::new();
     let v: rcuref::rcu::RcuValue<'_, PanicsOnDrop, 2, 4> =
         rcuref::rcu::RcuValue::new(&rcu, PanicsOnDrop(0));
-    let mut me = rcu.register().unwrap();
+    let mut me = rcu.reader().unwrap();
     assert!(v.try_replace(PanicsOnDrop(1)).is_ok());
     PANIC_DROP.store(true, SeqCst);
     let r = catch_unwind(AssertUnwindSafe(|| {
@@ -439,7 +439,7 @@ fn a_value_whose_drop_panics_leaves_rcu_value_usable() {
                 .is_ok(),
             "replace {i} failed"
         );
-        me.read(|g| assert_eq!(v.load(g).0, i));
+        me.section(|g| assert_eq!(v.load(g).0, i));
     }
     drop(me);
     laps(&rcu, 2);
@@ -584,7 +584,7 @@ fn panicking_heavy_fence() {
     for k in 1..=2 {
         let rcu: Rcu<4> = Rcu::new();
         // A registered reader (offline): an empty domain needs no heavy fence at all.
-        let _reader = rcu.register().unwrap();
+        let _reader = rcu.reader().unwrap();
         for lap_start in 0..4 {
             heavy::PANIC_NEXT.store(k, SeqCst);
             let r = catch_unwind(AssertUnwindSafe(|| {
@@ -645,7 +645,7 @@ fn barrier_after_a_lap() -> usize {
     step_to(12);
     step_to(0); // a lap after the oldest was deferred: it reads 4 steps ahead
     let (inside, release) = (AtomicBool::new(false), AtomicBool::new(false));
-    let mut me = RCU.register().unwrap();
+    let mut me = RCU.reader().unwrap();
     let released = std::thread::scope(|s| {
         let h = hold_reader(s, &RCU, &inside, &release);
         let n = q.barrier(&mut me, rcuref::rcu::spin, drop).unwrap();

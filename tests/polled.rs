@@ -42,7 +42,7 @@ fn a_completed_cookie_is_done_and_never_handed_out() {
     assert_eq!(done.into_raw(), u32::MAX);
     assert_eq!(rcu.completed(), rcu.cookie_from_raw(u32::MAX));
     assert_eq!(done.holdouts().count(), 0);
-    let r = rcu.register().unwrap();
+    let r = rcu.reader().unwrap();
     let _g = r.lock();
     // A reader holds every real grace period up; the completed cookie stays done.
     assert!(!rcu.start_poll().poll());
@@ -63,7 +63,7 @@ fn a_completed_cookie_is_done_and_never_handed_out() {
 fn domain_at(g: u32) -> &'static Rcu<2> {
     let d: &'static Rcu<2> = leak(Rcu::new_at(g & !1));
     if g & 1 == 1 {
-        let r = d.register().unwrap();
+        let r = d.reader().unwrap();
         let guard = r.lock();
         assert!(!d.get_state().poll());
         // Kept: an unlock would let the wait pass (at once, in strict mode).
@@ -104,20 +104,20 @@ fn cond_synchronize_waits_only_when_it_must() {
     let _x = exclusive();
     let rcu: &Rcu<4> = leak(Rcu::with_dedicated(1));
     let other: &Rcu<4> = leak(Rcu::new());
-    let mut w = rcu.register().unwrap();
+    let mut w = rcu.reader().unwrap();
     // SAFETY: (test) slot 0 is used by this thread only.
     let ctx = unsafe { rcu.context_reader(0) };
     let old = rcu.get_state();
     assert!(old.poll());
     // Done: at once, even from inside a section of the waiting context.
-    ctx.enter().unwrap();
+    ctx.raw_lock().unwrap();
     assert_eq!(ctx.cond_synchronize(old, spin), Ok(()));
     assert_eq!(ctx.cond_synchronize(rcu.completed(), spin), Ok(()));
     // Not done: a wait from inside the section would wait for itself.
     let new = rcu.get_state();
     assert_eq!(ctx.cond_synchronize(new, spin), Err(Error::InReadSection));
     // SAFETY: (test) nothing was read in the section.
-    unsafe { ctx.exit().unwrap() };
+    unsafe { ctx.raw_unlock().unwrap() };
     assert_eq!(
         w.cond_synchronize(other.get_state(), spin),
         Err(Error::OtherDomain)
@@ -143,7 +143,7 @@ fn collect_at_most_bounds_the_work_and_reports_what_is_left() {
         q.collect_at_most(0, |v| got.push(v)),
         Ran { ran: 0, left: 3 }
     );
-    let r = rcu.register().unwrap();
+    let r = rcu.reader().unwrap();
     let g = r.lock();
     q.defer(5).unwrap(); // not due while `g` lives
     assert_eq!(
@@ -181,7 +181,7 @@ fn token_moved_to_another_thread() -> bool {
     go.store(true, SeqCst);
     t.join().unwrap();
     assert!(cookie.poll(), "the grace period did not end after up_read");
-    assert_eq!(rcu.readers(), 0, "up_read left its slot claimed");
+    assert_eq!(rcu.reader_count(), 0, "up_read left its slot claimed");
     early
 }
 
@@ -206,7 +206,7 @@ fn a_section_ended_by_another_thread_holds_grace_periods_until_then() {
 fn strict_mode_ends_the_grace_period_at_the_last_unlock() {
     let _x = exclusive();
     let rcu: &Rcu<4> = leak(Rcu::new());
-    let r = rcu.register().unwrap();
+    let r = rcu.reader().unwrap();
     let g = r.lock();
     let cookie = rcu.get_state();
     assert!(!cookie.is_done());
@@ -269,10 +269,10 @@ mod laps {
             let expect_done = !(1..=5).contains(&ahead);
             seen.push((g, cookie.is_done()));
             assert_eq!(cookie.is_done(), expect_done, "at {g}: target {target}");
-            ctx.enter().unwrap();
+            ctx.raw_lock().unwrap();
             let _ = rcu.get_state().poll();
             // SAFETY: (test) nothing was read in the section.
-            unsafe { ctx.exit().unwrap() };
+            unsafe { ctx.raw_unlock().unwrap() };
             let _ = rcu.get_state().poll();
         }
         set_gp_bits(32);

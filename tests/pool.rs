@@ -73,9 +73,9 @@ fn forgotten_clones_cannot_wrap_the_count() {
     );
     // A lookup of the saturated (pinned) object finds it instead of spinning.
     CELL.replace(Some(second));
-    let reader = RCU.register().unwrap();
+    let reader = RCU.reader().unwrap();
     let found = reader
-        .read(|g| CELL.get(g))
+        .section(|g| CELL.get(g))
         .expect("the location names the object");
     assert_eq!(*found, 7);
     drop(found);

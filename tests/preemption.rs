@@ -335,7 +335,7 @@ mod exact_points {
             wait_stopped(Duration::from_secs(10)),
             "the poller never reached its scan"
         );
-        let reader = rcu.register().unwrap();
+        let reader = rcu.reader().unwrap();
         let guard = reader.lock();
         let cookie = rcu.start_poll();
         resume();
@@ -362,7 +362,7 @@ mod exact_points {
             let _ = rcu.start_poll().poll();
         });
         assert!(wait_stopped(Duration::from_secs(10)));
-        let mut writer = rcu.register().unwrap();
+        let mut writer = rcu.reader().unwrap();
         let t0 = Instant::now();
         let mut stalled = false;
         writer
@@ -429,7 +429,7 @@ mod exact_points {
         driver: JoinHandle<()>,
         stop: usize,
     ) -> bool {
-        let reader = rcu.register().unwrap();
+        let reader = rcu.reader().unwrap();
         let guard = reader.lock();
         let cookie = rcu.start_poll();
         for _ in 0..10 {
@@ -618,7 +618,7 @@ mod exact_points {
     fn blocked_polls_over_many_laps() -> bool {
         set_gp_bits(3);
         let rcu = leaked_rcu();
-        let reader = rcu.register().unwrap();
+        let reader = rcu.reader().unwrap();
         for _ in 0..20 {
             let guard = reader.lock();
             let blocked = rcu.start_poll();

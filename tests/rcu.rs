@@ -20,8 +20,8 @@ impl HeldReader {
         let go_on = release.clone();
         let (inside, entered) = mpsc::channel();
         let thread = std::thread::spawn(move || {
-            let reader = rcu.register().unwrap();
-            reader.read(|_| {
+            let reader = rcu.reader().unwrap();
+            reader.section(|_| {
                 inside.send(reader.slot()).unwrap();
                 while !go_on.load(SeqCst) {
                     std::thread::yield_now();
@@ -115,8 +115,8 @@ fn context_readers_nest_and_report() {
 }
 
 #[test]
-fn split_enter_and_exit_hold_grace_periods() {
-    cases::split_enter_and_exit_hold_grace_periods();
+fn split_raw_lock_and_raw_unlock_hold_grace_periods() {
+    cases::split_raw_lock_and_raw_unlock_hold_grace_periods();
 }
 
 #[test]
@@ -161,7 +161,7 @@ fn synchronize_waits_for_a_reader_on_another_thread() {
     static RCU: rcuref::rcu::Rcu<2> = rcuref::rcu::Rcu::new();
     let mut held = Some(HeldReader::start(&RCU));
     let mut waits = 0;
-    let mut writer = RCU.register().unwrap();
+    let mut writer = RCU.reader().unwrap();
     writer
         .synchronize(rcuref::rcu::forever(|| {
             waits += 1;
@@ -190,8 +190,8 @@ fn waiting_inside_another_readers_section_is_an_error() {
         "the host tests run with feature `std` (Cargo.toml's dev-dependency on itself)"
     );
     static RCU: rcuref::rcu::Rcu<3> = rcuref::rcu::Rcu::new();
-    let a = RCU.register().unwrap();
-    let mut b = RCU.register().unwrap();
+    let a = RCU.reader().unwrap();
+    let mut b = RCU.reader().unwrap();
     let guard = a.lock();
     assert_eq!(b.synchronize(rcuref::rcu::spin), Err(Error::InReadSection));
     let mut q: DeferQueue<u32, 1, 3> = DeferQueue::new(&RCU);
@@ -232,8 +232,8 @@ fn objects_of_another_domain_are_refused() {
     use rcuref::{Error, Refused};
     static A: rcuref::rcu::Rcu<2> = rcuref::rcu::Rcu::new();
     static B: rcuref::rcu::Rcu<2> = rcuref::rcu::Rcu::new();
-    let reader_a = A.register().unwrap();
-    let mut writer_b = B.register().unwrap();
+    let reader_a = A.reader().unwrap();
+    let mut writer_b = B.reader().unwrap();
     // A value deferred on A is released only after a grace period of A, whoever drives.
     let mut q: DeferQueue<u32, 2, 2> = DeferQueue::new(&A);
     let guard = reader_a.lock();
@@ -249,18 +249,18 @@ fn objects_of_another_domain_are_refused() {
             value: 8
         })
     );
-    let mut writer_b2 = B.register().unwrap();
+    let mut writer_b2 = B.reader().unwrap();
     writer_b2.synchronize(rcuref::rcu::spin).unwrap(); // B's grace periods mean nothing to A
     assert_eq!(q.collect(drop), 0, "released during a reader of its domain");
     let mut x = 1u32;
     let mut y = 2u32;
     let cell = RcuCell::new(&A, &mut x);
-    let b_reader = B.register();
+    let b_reader = B.reader();
     assert!(b_reader.is_err(), "B has two slots, both taken");
     drop(writer_b2);
-    let b_reader = B.register().unwrap();
+    let b_reader = B.reader().unwrap();
     assert_eq!(
-        b_reader.read(|g| cell.try_load(g).copied()),
+        b_reader.section(|g| cell.try_load(g).copied()),
         Err(Error::OtherDomain)
     );
     let retired = cell.replace(&mut y);
@@ -317,12 +317,12 @@ fn a_panicking_wait_hook_never_drops_a_value_early() {
             DROPS.fetch_add(1, SeqCst);
         }
     }
-    let mut writer = RCU.register().unwrap();
+    let mut writer = RCU.reader().unwrap();
     let (tx, rx) = std::sync::mpsc::channel::<()>();
     let (inside_tx, inside_rx) = std::sync::mpsc::channel::<()>();
     let t = std::thread::spawn(move || {
-        let reader = RCU.register().unwrap();
-        reader.read(|_| {
+        let reader = RCU.reader().unwrap();
+        reader.section(|_| {
             inside_tx.send(()).unwrap();
             rx.recv().unwrap();
         });
@@ -378,7 +378,7 @@ fn a_reader_reentering_its_section_keeps_reclamation_ordered() {
         let finished = AtomicBool::new(false);
         std::thread::scope(|s| {
             s.spawn(|| {
-                let reader = rcu.register().unwrap();
+                let reader = rcu.reader().unwrap();
                 {
                     let g = reader.lock();
                     assert!(matches!(*cell.load(&g), 1 | 2));
@@ -429,7 +429,7 @@ fn a_domain_at_a_freed_domains_address_is_not_confused_with_it() {
     fn leak_a_section() -> usize {
         let rcu = Box::new(Rcu::<2>::new());
         let addr = &*rcu as *const Rcu<2> as usize;
-        let reader = rcu.register().unwrap();
+        let reader = rcu.reader().unwrap();
         std::mem::forget(reader.lock());
         std::mem::forget(reader);
         drop(rcu);
@@ -440,7 +440,7 @@ fn a_domain_at_a_freed_domains_address_is_not_confused_with_it() {
     if &*rcu as *const Rcu<2> as usize != old {
         return; // the allocator put it elsewhere: nothing to confuse
     }
-    let mut me = rcu.register().unwrap();
+    let mut me = rcu.reader().unwrap();
     assert_eq!(
         me.synchronize(rcuref::rcu::spin),
         Ok(()),
@@ -459,7 +459,7 @@ fn a_stalled_reader_is_named_and_a_wait_can_give_up() {
     use std::ops::ControlFlow;
     static RCU: Rcu<3> = Rcu::new();
     let held = HeldReader::start(&RCU);
-    let mut writer = RCU.register().unwrap();
+    let mut writer = RCU.reader().unwrap();
     // A stall report with a threshold on a clock we supply (here: attempts).
     let ticks = std::cell::Cell::new(0u64);
     let mut named = Vec::new();
@@ -489,7 +489,7 @@ fn a_stalled_reader_is_named_and_a_wait_can_give_up() {
     // A deadline on a real clock gives up too.
     let start = std::time::Instant::now();
     let mut deadline = Deadline::new(|| start.elapsed().as_millis() as u64, 20);
-    assert_eq!(writer.synchronize(|_| deadline.check()), Err(Error::GaveUp));
+    assert_eq!(writer.synchronize(deadline.hook()), Err(Error::GaveUp));
     assert!(start.elapsed() >= std::time::Duration::from_millis(20));
     // Consistent afterwards: once the reader leaves, waits succeed.
     held.release();
@@ -510,13 +510,13 @@ fn rcu_value_waits_for_readers() {
     static INSIDE: AtomicBool = AtomicBool::new(false);
     static RELEASE: AtomicBool = AtomicBool::new(false);
     VALUE.try_replace(2).unwrap(); // buffer 0 retired...
-    RCU.register()
+    RCU.reader()
         .unwrap()
         .synchronize(rcuref::rcu::spin)
         .unwrap(); // ...and its grace period over
     let t = std::thread::spawn(|| {
-        let reader = RCU.register().unwrap();
-        reader.read(|g| {
+        let reader = RCU.reader().unwrap();
+        reader.section(|g| {
             assert_eq!(*VALUE.load(g), 2);
             INSIDE.store(true, SeqCst);
             while !RELEASE.load(SeqCst) {
@@ -529,7 +529,7 @@ fn rcu_value_waits_for_readers() {
         std::thread::yield_now();
     }
     VALUE.try_replace(3).unwrap(); // reuses buffer 0; retires the one the reader read
-    let mut writer = RCU.register().unwrap();
+    let mut writer = RCU.reader().unwrap();
     match VALUE.replace(&mut writer, 4, |w| {
         if w.attempts() > 100 {
             ControlFlow::Break(())
@@ -551,7 +551,7 @@ fn rcu_value_waits_for_readers() {
         .replace(&mut writer, 4, rcuref::rcu::forever(std::thread::yield_now))
         .unwrap();
     t.join().unwrap();
-    assert_eq!(RCU.read(|g| *VALUE.load(g)).unwrap(), 4);
+    assert_eq!(RCU.with_reader(|g| *VALUE.load(g)).unwrap(), 4);
 }
 
 /// `barrier` waits for the newest value's grace period, so it releases every pending
@@ -586,8 +586,8 @@ fn barrier_case(values: &[u32], split: bool) {
     assert_eq!(q.collect(|_| ()), 2); // rotate the ring: the front is place 2 now
     std::thread::scope(|s| {
         s.spawn(|| {
-            let reader = rcu.register().unwrap();
-            reader.read(|_| {
+            let reader = rcu.reader().unwrap();
+            reader.section(|_| {
                 inside.store(true, SeqCst);
                 while !release.load(SeqCst) {
                     std::thread::yield_now();
@@ -603,7 +603,7 @@ fn barrier_case(values: &[u32], split: bool) {
                 assert_eq!(q.collect(|_| ()), 0);
             }
         }
-        let mut writer = rcu.register().unwrap();
+        let mut writer = rcu.reader().unwrap();
         let mut waits = 0;
         let mut got = Vec::new();
         let n = q
@@ -636,8 +636,8 @@ fn holdouts_report_slot_nesting_and_phase() {
     use rcuref::rcu::Holdout;
     use rcuref::rcu::Rcu;
     static RCU: Rcu<2> = Rcu::new();
-    let a = RCU.register().unwrap();
-    let b = RCU.register().unwrap();
+    let a = RCU.reader().unwrap();
+    let b = RCU.reader().unwrap();
     let outer = a.lock();
     let inner = a.lock();
     let cookie = RCU.start_poll();
@@ -700,7 +700,7 @@ fn an_rcu_value_drops_what_it_holds() {
         }
     }
     let rcu: Rcu<2> = Rcu::new();
-    let mut w = rcu.register().unwrap();
+    let mut w = rcu.reader().unwrap();
     let value: RcuValue<'_, D, 3, 2> = RcuValue::new(&rcu, D);
     for _ in 0..4 {
         assert!(value.replace(&mut w, D, rcuref::rcu::spin).is_ok());
@@ -722,7 +722,7 @@ fn a_stall_detector_reports_each_wait() {
     use std::ops::ControlFlow;
     static RCU: Rcu<2> = Rcu::new();
     let held = HeldReader::start(&RCU);
-    let mut w = RCU.register().unwrap();
+    let mut w = RCU.reader().unwrap();
     let ticks = std::cell::Cell::new(0u64);
     let mut reports = 0;
     let mut stall = StallDetector::new(|| ticks.get(), 5, |_, _| reports += 1);
@@ -753,10 +753,10 @@ fn the_same_thread_check_keeps_domains_apart() {
     use rcuref::Error;
     static A: Rcu<7> = Rcu::new();
     static B: Rcu<2> = Rcu::new();
-    let a = A.register().unwrap();
-    let mut a_w = A.register().unwrap();
-    let b = B.register().unwrap();
-    let mut b_w = B.register().unwrap();
+    let a = A.reader().unwrap();
+    let mut a_w = A.reader().unwrap();
+    let b = B.reader().unwrap();
+    let mut b_w = B.reader().unwrap();
     // B's section opens and closes inside A's: A's stays counted, B's does not.
     let ga = a.lock();
     drop(b.lock());
@@ -768,7 +768,7 @@ fn the_same_thread_check_keeps_domains_apart() {
     drop(ga);
     assert_eq!(a_w.synchronize(rcuref::rcu::spin), Ok(()));
     // Five readers of A inside sections at once, four leave: one is still inside.
-    let rs: Vec<_> = (0..5).map(|_| A.register().unwrap()).collect();
+    let rs: Vec<_> = (0..5).map(|_| A.reader().unwrap()).collect();
     let mut gs: Vec<_> = rs.iter().map(|r| r.lock()).collect();
     gs.truncate(1);
     assert_eq!(
@@ -791,7 +791,7 @@ fn the_same_thread_check_keeps_domains_apart() {
             core::mem::forget(ctx.lock());
             (at, Ok(()))
         } else {
-            let mut w = rcu.register().unwrap();
+            let mut w = rcu.reader().unwrap();
             (at, w.synchronize(rcuref::rcu::spin))
         }
     }
@@ -811,7 +811,7 @@ fn the_same_thread_check_keeps_domains_apart() {
     }
 }
 
-/// A `ContextReader` needs a dedicated slot: asking for a slot `register` may hand out
+/// A `ContextReader` needs a dedicated slot: asking for a slot `reader` may hand out
 /// (or one beyond the domain) is refused, not left to the caller's promise.
 #[test]
 #[should_panic(expected = "a ContextReader needs a dedicated slot")]

@@ -54,7 +54,7 @@ fn writer_after_unlock(wake: Option<fn()>, bound: Duration) -> Duration {
     BELL.sleeps.store(0, SeqCst);
     let (inside, leave) = (leak(AtomicBool::new(false)), leak(AtomicBool::new(false)));
     let reader = std::thread::spawn(move || {
-        let r = rcu.register().unwrap();
+        let r = rcu.reader().unwrap();
         let g = r.lock();
         inside.store(true, SeqCst);
         while !leave.load(SeqCst) {
@@ -67,7 +67,7 @@ fn writer_after_unlock(wake: Option<fn()>, bound: Duration) -> Duration {
         std::thread::yield_now();
     }
     let writer = std::thread::spawn(move || {
-        let mut w = rcu.register().unwrap();
+        let mut w = rcu.reader().unwrap();
         w.synchronize(sleeping(0, || sleep_up_to(bound))).unwrap();
         Instant::now()
     });
@@ -115,7 +115,7 @@ fn nobody_asleep_no_wake() {
     let rcu: &'static Rcu<4> = leak(Rcu::new());
     rcu.set_wake_hook(Some(ring));
     let before = BELL.wakes.load(SeqCst);
-    let r = rcu.register().unwrap();
+    let r = rcu.reader().unwrap();
     for _ in 0..1000 {
         drop(r.lock());
     }
@@ -127,7 +127,7 @@ fn nobody_asleep_no_wake() {
     // A sleep that panics withdraws its announcement.
     let g = r.lock();
     let t = std::thread::spawn(move || {
-        let mut w = rcu.register().unwrap();
+        let mut w = rcu.reader().unwrap();
         let hook = sleeping(0, || panic!("the sleep fails"));
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.synchronize(hook)));
     });
@@ -157,16 +157,16 @@ fn std_sleeping_waits_make_progress_under_more_readers_than_cores() {
     let readers: Vec<_> = (0..6)
         .map(|_| {
             std::thread::spawn(move || {
-                let r = rcu.register().unwrap();
+                let r = rcu.reader().unwrap();
                 let mut n = 0u64;
                 while !stop.load(SeqCst) {
-                    r.read(|_| n += 1);
+                    r.section(|_| n += 1);
                 }
                 n
             })
         })
         .collect();
-    let mut w = rcu.register().unwrap();
+    let mut w = rcu.reader().unwrap();
     let start = Instant::now();
     let mut gps = 0u32;
     while start.elapsed() < Duration::from_millis(500) {

@@ -46,7 +46,7 @@ fn wake_reading_the_domain() {
         // SAFETY: slot 0 is used only by the reader thread, which is where this hook
         // runs (from its unlock).
         let me = unsafe { D1.context_reader(0) };
-        me.read(|_| { /* load the waiter's task pointer, notify it */ });
+        me.section(|_| { /* load the waiter's task pointer, notify it */ });
     }
     DEPTH.with(|c| c.set(c.get() - 1));
 }
@@ -74,7 +74,7 @@ fn a_wake_hook_that_reads_its_domain_runs_once() {
     while !inside.load(SeqCst) {
         std::thread::yield_now();
     }
-    let mut w = D1.register().unwrap();
+    let mut w = D1.reader().unwrap();
     w.synchronize(sleeping(0, || {
         ASLEEP1.store(true, SeqCst);
         std::thread::sleep(Duration::from_millis(50)); // the sleep's own bound
@@ -128,7 +128,7 @@ mod lost_wake {
         LEFT.store(false, SeqCst);
         let inside = leak(AtomicBool::new(false));
         let reader = std::thread::spawn(move || {
-            let r = rcu.register().unwrap();
+            let r = rcu.reader().unwrap();
             let g = r.lock();
             inside.store(true, SeqCst);
             while !LEAVE.load(SeqCst) {
@@ -147,7 +147,7 @@ mod lost_wake {
         }
         let writer = std::thread::spawn(move || {
             IS_WAITER.with(|c| c.set(true));
-            let mut w = rcu.register().unwrap();
+            let mut w = rcu.reader().unwrap();
             let mut inner = std_sleeping::<4>();
             w.synchronize(move |wt| {
                 if wt.attempts() == 65 && !control {
@@ -217,7 +217,7 @@ fn a_callback_may_queue_its_own_key_again() {
     let q: CallQueue<'_, usize, 4, 2> = CallQueue::new(&rcu);
     const KEY: usize = 0x1000;
     q.call_keyed(KEY, KEY).unwrap();
-    let mut w = rcu.register().unwrap();
+    let mut w = rcu.reader().unwrap();
     w.synchronize(rcuref::rcu::spin).unwrap();
     let mut repost = None;
     let ran = q.run(1, |k| {
@@ -251,7 +251,7 @@ fn a_barrier_sleeps_while_a_callback_runs_elsewhere() {
     q.call(7).unwrap();
     let started = leak(AtomicBool::new(false));
     let runner = std::thread::spawn(move || {
-        let mut w = rcu.register().unwrap();
+        let mut w = rcu.reader().unwrap();
         w.synchronize(rcuref::rcu::spin).unwrap();
         q.run(1, |_| {
             started.store(true, SeqCst);
@@ -261,7 +261,7 @@ fn a_barrier_sleeps_while_a_callback_runs_elsewhere() {
     while !started.load(SeqCst) {
         std::thread::yield_now();
     }
-    let mut me = rcu.register().unwrap();
+    let mut me = rcu.reader().unwrap();
     let mut hook = sleeping(0, || {
         SLEPT5.fetch_add(1, SeqCst);
         std::thread::sleep(Duration::from_millis(1));
@@ -304,11 +304,11 @@ fn wakes_while_a_new_reader_runs() -> (u32, u32) {
     SLEEPS.store(0, SeqCst);
     let rcu: &'static Rcu<4> = leak(Rcu::new());
     rcu.set_wake_hook(Some(count_wake));
-    let me = rcu.register().unwrap();
+    let me = rcu.reader().unwrap();
     // An old reader holds the grace period; a writer sleeps (1 ms bounds) meanwhile.
     let (inside, leave) = (leak(AtomicBool::new(false)), leak(AtomicBool::new(false)));
     let old = std::thread::spawn(move || {
-        let r = rcu.register().unwrap();
+        let r = rcu.reader().unwrap();
         let _g = r.lock();
         inside.store(true, SeqCst);
         while !leave.load(SeqCst) {
@@ -319,7 +319,7 @@ fn wakes_while_a_new_reader_runs() -> (u32, u32) {
         std::thread::yield_now();
     }
     let writer = std::thread::spawn(move || {
-        let mut w = rcu.register().unwrap();
+        let mut w = rcu.reader().unwrap();
         w.synchronize(sleeping(0, || {
             SLEEPS.fetch_add(1, SeqCst);
             std::thread::sleep(Duration::from_millis(1));
@@ -333,7 +333,7 @@ fn wakes_while_a_new_reader_runs() -> (u32, u32) {
     let t = Instant::now();
     while t.elapsed() < Duration::from_millis(60) {
         for _ in 0..100 {
-            me.read(|_| {});
+            me.section(|_| {});
         }
     }
     let seen = (WAKES.load(SeqCst), SLEEPS.load(SeqCst));

@@ -22,7 +22,7 @@ extern "C" fn on_signal(_: libc::c_int) {
     // SAFETY: slot 0 is used only by this handler, which runs on thread T only and
     // leaves its section before it returns.
     let me = unsafe { D.context_reader(0) };
-    me.read(|_| {}); // outermost unlock: a wait is asleep, so std_wake runs here
+    me.section(|_| {}); // outermost unlock: a wait is asleep, so std_wake runs here
     HANDLED.fetch_add(1, SeqCst);
 }
 
@@ -33,7 +33,7 @@ fn a_signal_handler_reader_ends_its_section_through_std_wake() {
     // An old reader that holds the grace period up for the whole test.
     let inside: &'static AtomicBool = Box::leak(Box::new(AtomicBool::new(false)));
     std::thread::spawn(move || {
-        let r = D.register().unwrap();
+        let r = D.reader().unwrap();
         let _g = r.lock();
         inside.store(true, SeqCst);
         while !STOP.load(SeqCst) {
@@ -45,7 +45,7 @@ fn a_signal_handler_reader_ends_its_section_through_std_wake() {
     }
     // A writer asleep in std_sleeping (which installs std_wake on D).
     std::thread::spawn(|| {
-        let mut w = D.register().unwrap();
+        let mut w = D.reader().unwrap();
         let _ = w.synchronize(std_sleeping());
     });
     std::thread::sleep(Duration::from_millis(50));
@@ -54,9 +54,9 @@ fn a_signal_handler_reader_ends_its_section_through_std_wake() {
     std::thread::spawn(move || {
         // SAFETY: (test) pthread_self has no precondition.
         tid.store(unsafe { libc::pthread_self() } as usize, SeqCst);
-        let r = D.register().unwrap();
+        let r = D.reader().unwrap();
         while !STOP.load(SeqCst) {
-            r.read(|_| {});
+            r.section(|_| {});
             PROGRESS.fetch_add(1, SeqCst);
         }
     });

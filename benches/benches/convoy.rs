@@ -175,7 +175,7 @@ fn main() {
                 paced,
                 dur,
                 &|| {
-                    let reader = RCU.register().expect("a reader slot per thread");
+                    let reader = RCU.reader().expect("a reader slot per thread");
                     let tree = &rcu_tree;
                     move |d: &str, f: &str| tree.lookup(d, f, &reader.lock())
                 },
@@ -186,7 +186,7 @@ fn main() {
                 paced,
                 dur,
                 &|| {
-                    let reader = RCU.register().expect("a reader slot per thread");
+                    let reader = RCU.reader().expect("a reader slot per thread");
                     let tree = &rcu_tree;
                     move |d: &str, f: &str| tree.lookup_ref_walk(d, f, &reader.lock())
                 },

@@ -117,7 +117,7 @@ use rcuref_bench::cores;
 
 fn read_side(c: &mut Criterion) {
     let mut g = c.benchmark_group("read_side");
-    let reader = RCU.register().unwrap();
+    let reader = RCU.reader().unwrap();
     g.bench_function(ours("lock+unlock"), |b| {
         b.iter(|| {
             let _guard = reader.lock();
@@ -155,7 +155,7 @@ fn read_side_contended(c: &mut Criterion) {
                 on_threads(
                     t,
                     iters,
-                    || RCU.register().unwrap(),
+                    || RCU.reader().unwrap(),
                     |r| {
                         let _guard = r.lock();
                         rcuref_bench::in_section();
@@ -209,7 +209,7 @@ fn read_side_with_writer(c: &mut Criterion) {
             &ours("lock+unlock"),
             t,
             || {
-                let mut w = RCU.register().unwrap();
+                let mut w = RCU.reader().unwrap();
                 move || {
                     w.synchronize(rcuref::rcu::forever(std::hint::spin_loop))
                         .unwrap();
@@ -221,7 +221,7 @@ fn read_side_with_writer(c: &mut Criterion) {
                         on_threads(
                             t,
                             iters,
-                            || RCU.register().unwrap(),
+                            || RCU.reader().unwrap(),
                             |r| {
                                 let _guard = r.lock();
                                 rcuref_bench::in_section();

@@ -24,17 +24,17 @@ fn main() {
         for r in 0..readers {
             let (t, stop) = (&t, &stop);
             s.spawn(move || {
-                let reader = RCU.register().expect("a reader slot");
+                let reader = RCU.reader().expect("a reader slot");
                 let mut i = r;
                 while !stop.load(Ordering::Relaxed) {
-                    reader.read(|g| t.fget_and_check(i % table::FDS, g));
+                    reader.section(|g| t.fget_and_check(i % table::FDS, g));
                     i = i.wrapping_add(1);
                 }
             });
         }
-        let writer = RCU.register().expect("a writer slot");
+        let writer = RCU.reader().expect("a writer slot");
         while start.elapsed() < run_for {
-            t.churn(steps, |f| writer.read(|g| f(g)));
+            t.churn(steps, |f| writer.section(|g| f(g)));
             steps += 1;
         }
         stop.store(true, Ordering::Relaxed);

@@ -102,16 +102,16 @@ fn main() {
     let walk_lookup = |dir: &str, file: &str| {
         if file.starts_with("f0") {
             let h = RCU
-                .read(|g| rcu_tree.open(dir, file, g))
+                .with_reader(|g| rcu_tree.open(dir, file, g))
                 .expect("a reader slot");
             return h.map(|h| h.ino); // used after the section: the reference keeps it
         }
-        RCU.read(|g| rcu_tree.lookup(dir, file, g))
+        RCU.with_reader(|g| rcu_tree.lookup(dir, file, g))
             .expect("a reader slot")
     };
     let a = run(readers, dur, &walk_lookup, &rcu_write);
     let ref_lookup = |dir: &str, file: &str| {
-        RCU.read(|g| rcu_tree.lookup_ref_walk(dir, file, g))
+        RCU.with_reader(|g| rcu_tree.lookup_ref_walk(dir, file, g))
             .expect("a reader slot")
     };
     let b = run(readers, dur, &ref_lookup, &rcu_write);

@@ -184,7 +184,10 @@ impl RcuTree {
                 }
             }
         };
-        *table = self.rcu.read(|g| *cell.load(g)).expect("a reader slot");
+        *table = self
+            .rcu
+            .with_reader(|g| *cell.load(g))
+            .expect("a reader slot");
         change(table);
         sp.retired.push_back(cell.replace(table));
     }

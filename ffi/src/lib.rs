@@ -300,7 +300,7 @@ pub unsafe extern "C" fn rcuref_fileref32_put_close(r: *const rcuref_fileref32) 
 pub unsafe extern "C" fn rcuref_fileref32_read(r: *const rcuref_fileref32) -> u32 {
     // SAFETY: the caller's promise (`fr32`).
     match unsafe { fr32(r) } {
-        Some(c) => c.read(),
+        Some(c) => c.count(),
         None => 0,
     }
 }
@@ -375,7 +375,7 @@ pub unsafe extern "C" fn rcuref_fileref64_put_close(r: *const rcuref_fileref64) 
 pub unsafe extern "C" fn rcuref_fileref64_read(r: *const rcuref_fileref64) -> u64 {
     // SAFETY: the caller's promise (`fr64`).
     match unsafe { fr64(r) } {
-        Some(c) => c.read(),
+        Some(c) => c.count(),
         None => 0,
     }
 }
@@ -717,20 +717,20 @@ pub unsafe extern "C" fn rcuref_read_lock(ctx: *const rcuref_ctx) -> i32 {
     // SAFETY: the caller's promise.
     let c = or_return!(unsafe { context(ctx) });
     let r = c.reader();
-    if let Err(e) = r.enter() {
+    if let Err(e) = r.raw_lock() {
         return code(e);
     }
     // An interrupt handler may have closed the context between the owner check and
-    // the enter (`rcuref_ctx_close`, which takes the owner away first): then leave the
-    // level just entered, which nothing has read under. The enter's fence keeps this
-    // load after it.
+    // the `raw_lock` (`rcuref_ctx_close`, which takes the owner away first): then leave
+    // the level just entered, which nothing has read under. The `raw_lock`'s fence
+    // keeps this load after it.
     #[cfg(rcuref_mutants)]
     if mutants::SKIP_OWNER_RECHECK.load(Relaxed) {
         return RCUREF_OK;
     }
     if c.slot.owner.load(Relaxed) != c.owner {
         // SAFETY: the level left is the one entered just above, nothing read in it.
-        let _ = unsafe { r.exit() };
+        let _ = unsafe { r.raw_unlock() };
         return RCUREF_ENOTOWNER;
     }
     RCUREF_OK
@@ -747,8 +747,8 @@ pub unsafe extern "C" fn rcuref_read_lock(ctx: *const rcuref_ctx) -> i32 {
 pub unsafe extern "C" fn rcuref_read_unlock(ctx: *const rcuref_ctx) -> i32 {
     // SAFETY: the caller's promise.
     let c = or_return!(unsafe { context(ctx) });
-    // SAFETY: the caller's promise is `ContextReader::exit`'s.
-    match unsafe { c.reader().exit() } {
+    // SAFETY: the caller's promise is `ContextReader::raw_unlock`'s.
+    match unsafe { c.reader().raw_unlock() } {
         Ok(()) => RCUREF_OK,
         Err(e) => code(e),
     }

@@ -5,9 +5,10 @@
 
 use portable_atomic::{AtomicBool, Ordering::Relaxed};
 
-/// `rcuref_read_lock` returns after its enter without looking at the owner again: the
-/// code before 445d135, in which an interrupt handler that closes the context between
-/// the lock's owner check and its enter leaves a section on a slot nobody owns.
+/// `rcuref_read_lock` returns after its `raw_lock` without looking at the owner again:
+/// the code before 445d135, in which an interrupt handler that closes the context
+/// between the lock's owner check and its `raw_lock` leaves a section on a slot nobody
+/// owns.
 pub(crate) static SKIP_OWNER_RECHECK: AtomicBool = AtomicBool::new(false);
 
 /// Turns [`SKIP_OWNER_RECHECK`] on or off (`ffi/tests/c/ctx_close_signal.c`'s control).

@@ -521,7 +521,7 @@ macro_rules! zoned_ref {
             /// The number of references held: 0 once released (dead zone, including a
             /// transient NOREF). A saturated count reports its raw value + 1.
             #[inline]
-            pub fn read(&self) -> $int {
+            pub fn count(&self) -> $int {
                 zoned::refs_of(self.raw())
             }
 

@@ -387,9 +387,9 @@ mod hooks {
         UnlockAfterLoad,
         /// Unlock: the slot word is written (the section, or one level of it, has ended).
         UnlockAfterStore,
-        /// `Rcu::register` (and so `Rcu::read`): a slot has been seen free, not yet claimed.
+        /// `Rcu::reader` (and so `Rcu::with_reader`): a slot has been seen free, not yet claimed.
         ClaimAfterLoad,
-        /// `Rcu::register`: the slot is claimed; no section has begun on it.
+        /// `Rcu::reader`: the slot is claimed; no section has begun on it.
         ClaimAfterExchange,
         /// A `Reader`'s drop: its slot word has been read, not yet freed.
         DropAfterLoad,

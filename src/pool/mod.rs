@@ -296,7 +296,7 @@ impl<T, const N: usize> Handle<'_, T, N> {
 
     /// References held on this object right now (diagnostics).
     pub fn ref_count(&self) -> u32 {
-        self.pool.slots[self.index as usize].refs.read()
+        self.pool.slots[self.index as usize].refs.count()
     }
 
     /// Whether two handles name the same object.

@@ -148,7 +148,7 @@ impl Node {
     /// References held right now (diagnostics; 0 when not published).
     pub fn ref_count(&self) -> u32 {
         if self.state.load(Relaxed) == LIVE {
-            self.count.read()
+            self.count.count()
         } else {
             0
         }

@@ -160,7 +160,7 @@ impl<const N: usize> Rcu<N> {
         /// per CPU, or per interrupt priority level that reads; see
         /// [`context_reader`](Self::context_reader) and
         /// [`context_readers`](Self::context_readers));
-        /// [`register`](Self::register) and [`read`](Self::read) use the rest. A
+        /// [`reader`](Self::reader) and [`with_reader`](Self::with_reader) use the rest. A
         /// `dedicated` above `N` fails at compile time in a `static`.
         ///
         /// [`ContextReader`]: super::ContextReader
@@ -170,7 +170,7 @@ impl<const N: usize> Rcu<N> {
             let mut i = 0;
             while i < dedicated {
                 // INVARIANT: a dedicated slot is claimed from the start and never freed,
-                // so `register` cannot take it.
+                // so `reader` cannot take it.
                 rcu.slots[i] = Line(AtomicU32::new(CLAIMED));
                 i += 1;
             }
@@ -211,7 +211,7 @@ impl<const N: usize> Rcu<N> {
 
     /// How many reader slots are claimed right now, dedicated ones included
     /// (diagnostics).
-    pub fn readers(&self) -> usize {
+    pub fn reader_count(&self) -> usize {
         self.slots
             .iter()
             .filter(|s| s.0.load(Relaxed) & CLAIMED != 0)
@@ -263,7 +263,7 @@ impl<const N: usize> core::fmt::Debug for Rcu<N> {
         f.debug_struct("Rcu")
             .field("slots", &N)
             .field("dedicated", &self.dedicated)
-            .field("readers", &self.readers())
+            .field("readers", &self.reader_count())
             .field("gp", &self.gp_counter())
             .finish()
     }
@@ -276,7 +276,7 @@ impl<const N: usize> defmt::Format for Rcu<N> {
             f,
             "Rcu {{ slots: {=usize}, readers: {=usize}, gp: {=u32} }}",
             N,
-            self.readers(),
+            self.reader_count(),
             self.gp_counter()
         )
     }

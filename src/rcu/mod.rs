@@ -133,11 +133,12 @@
 //!   the section's loads happen before whatever the cookie's holder does next.
 //! * **Every** store to a slot is `Release`, not only the unlock: a scan may read the
 //!   value of the *next* section (the reader re-entered at once, or a handler claimed
-//!   the slot again through [`Rcu::read`]), and under C++20's release sequences, which
-//!   Rust follows, a relaxed store there would leave the previous section's reads
-//!   unordered before the reclaim (a data race; `rcu-release-sequence`, and
-//!   `rcu-irq-claim` / `rcu-irq-release` for `Rcu::read`'s claim and release). On x86 a
-//!   release store is a plain `mov`; on Arm and RISC-V it adds a barrier before it.
+//!   the slot again through [`Rcu::with_reader`]), and under C++20's release
+//!   sequences, which Rust follows, a relaxed store there would leave the previous
+//!   section's reads unordered before the reclaim (a data race; `rcu-release-sequence`,
+//!   and `rcu-irq-claim` / `rcu-irq-release` for `Rcu::with_reader`'s claim and
+//!   release). On x86 a release store is a plain `mov`; on Arm and RISC-V it adds a
+//!   barrier before it.
 //! * The phase word is relaxed everywhere: whatever phase a section records, one of a
 //!   grace period's two waits is for it (`rcu-phase-word`).
 //! * The lap guard: registration and the counter's re-read, against a step's check of
@@ -179,10 +180,12 @@
 //!   closure that sees the [`Waiting`] state (attempts so far, the holdouts) and returns
 //!   `ControlFlow::Continue(())` to go on or `ControlFlow::Break(())` to give up
 //!   ([`Error::GaveUp`](crate::Error::GaveUp); nothing is left half done). Ready-made:
-//!   [`spin`], [`forever`]`(f)` (yield, `wfi`, an RTOS sleep between attempts), and
-//!   closures over a [`Deadline`] (`|_| deadline.check()`) or a [`StallDetector`]
-//!   (`|w| stall.observe(w)`; both: `|w| { stall.observe(w)?; deadline.check() }`), on a
-//!   clock you supply.
+//!   [`spin`], [`forever`]`(f)` (yield, `wfi`, an RTOS sleep between attempts), and a
+//!   [`Deadline`] or a [`StallDetector`] on a clock you supply (`deadline.hook()`,
+//!   `stall.hook()`; both: `|w| { stall.observe(w)?; deadline.check() }`). The waits
+//!   take an `FnMut` bound, not a hook trait, so that `|_| ...` and `|w| ...` need no
+//!   annotations: rustc infers a closure's higher-ranked signature only from an `Fn`
+//!   bound (`src/rcu/wait.rs` says more).
 //! * **Per-CPU readers.** [`Rcu::per_cpu`] makes every dedicated slot's
 //!   [`ContextReader`] at once, in a `static`, with a hook that names the calling CPU:
 //!   `CPUS.current()` is its reader, with no indexing of your own
@@ -216,8 +219,8 @@
 //!   sleeps (legal, and sound); [`GpCookie::holdouts`] names its slot, so a stall report
 //!   points at it.
 //! * Interrupt-context readers: a handler takes a slot for its section with
-//!   [`Rcu::read`] (one slot per interrupt priority that reads, plus threads/harts), or
-//!   uses its level's or its CPU's [`ContextReader`].
+//!   [`Rcu::with_reader`] (one slot per interrupt priority that reads, plus
+//!   threads/harts), or uses its level's or its CPU's [`ContextReader`].
 //! * Dropping a [`Reader`] ends a section whose guard was leaked: the borrow checker
 //!   has already ended every reference read under it.
 //!
@@ -225,7 +228,7 @@
 //!
 //! | Linux | here | difference |
 //! |---|---|---|
-//! | `rcu_read_lock`/`unlock` | [`Reader::lock`], [`ContextReader::lock`], [`ContextReader::enter`]/[`exit`](ContextReader::exit) | a slot per context instead of per CPU |
+//! | `rcu_read_lock`/`unlock` | [`Reader::lock`], [`ContextReader::lock`], [`ContextReader::raw_lock`]/[`raw_unlock`](ContextReader::raw_unlock) | a slot per context instead of per CPU |
 //! | `srcu_down_read`/`srcu_up_read` | [`Rcu::down_read`], [`ReadToken::up_read`] (`Send`) | a slot per token, never nested |
 //! | `synchronize_rcu` | [`Reader::synchronize`], [`ContextReader::synchronize`] | waits through a context, with a hook |
 //! | `start_poll_synchronize_rcu` | [`Rcu::start_poll`] | starts nothing: pollers drive grace periods |
@@ -279,7 +282,7 @@
 //!   are leaked), not when `defer_async`'s future is dropped. Cookies and retired values
 //!   answer only about their own domain.
 //! * Interrupt handlers may nest on a [`ContextReader`] at any instruction of the
-//!   interrupted context's lock, unlock or section, and may use [`Rcu::read`] at any
+//!   interrupted context's lock, unlock or section, and may use [`Rcu::with_reader`] at any
 //!   point, with the same guarantee.
 //! * This holds with any number of contexts driving grace periods at once and any of
 //!   them stopped anywhere for any time (modelled in loom with two drivers, tested with
@@ -308,7 +311,7 @@
 //!
 //! What rests on the binary's choices: `--cfg rcuref_unsafe_assume_single_core` is
 //! correct only if every reader and writer of the domain runs on one core; on thumbv6m
-//! the slot-claiming compare-exchange (in [`Rcu::register`]) comes from
+//! the slot-claiming compare-exchange (in [`Rcu::reader`]) comes from
 //! portable-atomic's critical-section or single-core mode, which the binary picks.
 
 // One role per file, with no import circle: `encoding` (the words) <- `ops` (their

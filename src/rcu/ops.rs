@@ -134,7 +134,7 @@ pub(crate) fn unlock(slot: &AtomicU32, v: u32) {
     interrupt_point!(UnlockAfterStore, slot);
 }
 
-/// `Rcu::register`'s claim of a free slot: a relaxed look, then a compare-exchange from
+/// `Rcu::reader`'s claim of a free slot: a relaxed look, then a compare-exchange from
 /// 0 to `CLAIMED` with `Acquire`, which pairs with the `Release` store of 0 that freed
 /// the slot (litmus: `rcu-irq-claim`).
 #[inline(always)]

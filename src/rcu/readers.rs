@@ -110,7 +110,7 @@ impl<const N: usize> Rcu<N> {
     ///
     /// # Errors
     /// [`Error::NoFreeSlot`] when all `N` slots are claimed.
-    pub fn register(&self) -> Result<Reader<'_, N>, Error> {
+    pub fn reader(&self) -> Result<Reader<'_, N>, Error> {
         for (i, s) in self.slots.iter().enumerate() {
             if ops::claim(&s.0) {
                 // INVARIANT: i < N (an index of `slots`); our exchange claimed slot i, so
@@ -135,8 +135,8 @@ impl<const N: usize> Rcu<N> {
     ///
     /// # Errors
     /// [`Error::NoFreeSlot`] when all `N` slots are claimed; `f` does not run.
-    pub fn read<R>(&self, f: impl FnOnce(&Guard<'_, '_, N>) -> R) -> Result<R, Error> {
-        let reader = self.register()?;
+    pub fn with_reader<R>(&self, f: impl FnOnce(&Guard<'_, '_, N>) -> R) -> Result<R, Error> {
+        let reader = self.reader()?;
         let guard = reader.lock();
         Ok(f(&guard))
     }
@@ -157,7 +157,7 @@ impl<const N: usize> Rcu<N> {
     /// Begins a read section that another context may end (Linux's `srcu_down_read`):
     /// a DMA completion interrupt ending what a thread began, an async task that moves
     /// between executors. The section holds a slot of its own (claimed as
-    /// [`register`](Self::register) does) until [`ReadToken::up_read`] or the token's
+    /// [`reader`](Self::reader) does) until [`ReadToken::up_read`] or the token's
     /// drop, which may run anywhere; grace periods wait for it like any reader. Tokens
     /// never nest: each is a section of its own.
     ///
@@ -168,7 +168,7 @@ impl<const N: usize> Rcu<N> {
     /// # Errors
     /// [`Error::NoFreeSlot`] when all `N` slots are claimed (nothing begun).
     pub fn down_read(&self) -> Result<ReadToken<'_, N>, Error> {
-        let reader = self.register()?;
+        let reader = self.reader()?;
         let at = reader.at;
         core::mem::forget(reader); // INVARIANT: the slot moves to the token
                                    // Not `At::enter`: the debug section table belongs to the calling thread, and
@@ -256,7 +256,7 @@ impl<const N: usize> core::fmt::Debug for ReadToken<'_, N> {
 /// lock's fence before, in program order. So a `Reader` must not be used from an
 /// interrupt or signal handler that can preempt its own context (it is neither `Send`
 /// nor `Sync`, so safe code cannot put it where one could reach it): handlers use a
-/// [`ContextReader`] or [`Rcu::read`].
+/// [`ContextReader`] or [`Rcu::with_reader`].
 pub struct Reader<'d, const N: usize> {
     // INVARIANT: `at.slot < N`, and `self` claimed that slot, so it is its only writer.
     at: At<'d, N>,
@@ -277,7 +277,7 @@ impl<'d, const N: usize> Reader<'d, N> {
 
     /// Runs `f` inside a read section.
     #[inline]
-    pub fn read<R>(&self, f: impl FnOnce(&Guard<'_, 'd, N>) -> R) -> R {
+    pub fn section<R>(&self, f: impl FnOnce(&Guard<'_, 'd, N>) -> R) -> R {
         f(&self.lock())
     }
 
@@ -413,23 +413,24 @@ impl<'d, const N: usize> ContextReader<'d, N> {
 
     /// Runs `f` inside a read section.
     #[inline]
-    pub fn read<R>(&self, f: impl FnOnce(&Guard<'_, 'd, N>) -> R) -> R {
+    pub fn section<R>(&self, f: impl FnOnce(&Guard<'_, 'd, N>) -> R) -> R {
         f(&self.lock())
     }
 
     /// Enters a read section (or nests one level deeper) without a guard, for callers
     /// that cannot hold one across the section: a C API, a section that a kernel opens
     /// in one function and closes in another. The same memory operations as
-    /// [`lock`](Self::lock); end it with [`exit`](Self::exit). A section entered here
-    /// and never left is like a leaked guard: every later grace period waits for it.
+    /// [`lock`](Self::lock); end it with [`raw_unlock`](Self::raw_unlock). A section
+    /// entered here and never left is like a leaked guard: every later grace period
+    /// waits for it.
     ///
     /// # Errors
     /// [`Error::TooDeep`] if the section is already nested as deep as the slot can
-    /// count (about 2^30 levels); nothing changes, so balanced exits still end the
-    /// section. (A [`Guard`] at that depth sticks instead: its section never ends,
+    /// count (about 2^30 levels); nothing changes, so balanced `raw_unlock`s still end
+    /// the section. (A [`Guard`] at that depth sticks instead: its section never ends,
     /// rather than wrap to "offline" under 2^30 leaked guards.)
     #[inline]
-    pub fn enter(&self) -> Result<(), Error> {
+    pub fn raw_lock(&self) -> Result<(), Error> {
         if self.at.at_ceiling() {
             return Err(Error::TooDeep);
         }
@@ -437,11 +438,11 @@ impl<'d, const N: usize> ContextReader<'d, N> {
         Ok(())
     }
 
-    /// Leaves one level of a section entered with [`enter`](Self::enter).
+    /// Leaves one level of a section entered with [`raw_lock`](Self::raw_lock).
     ///
     /// # Safety
     /// Nothing read inside the level being left may be used after this call, and the
-    /// level must be one this code entered with `enter`: leaving a level that a live
+    /// level must be one this code entered with `raw_lock`: leaving a level that a live
     /// [`Guard`] of this context stands for would end that guard's section under it
     /// (an interrupt handler that leaves more levels than it entered does that to the
     /// code it interrupted).
@@ -450,7 +451,7 @@ impl<'d, const N: usize> ContextReader<'d, N> {
     /// [`Error::NotInSection`] if the context is in no section (an unlock without a
     /// lock); nothing changes.
     #[inline]
-    pub unsafe fn exit(&self) -> Result<(), Error> {
+    pub unsafe fn raw_unlock(&self) -> Result<(), Error> {
         if !self.at.in_read_section() {
             return Err(Error::NotInSection);
         }
@@ -771,42 +772,45 @@ mod ceiling_tests {
     use crate::rcu::encoding::entered;
 
     /// A section entered without a guard stops one level short of the sticky count:
-    /// `enter` there is refused with `Error::TooDeep` and changes nothing, so as many
-    /// exits as successful enters end the section (a stuck slot would stall every grace
-    /// period of the domain for good).
+    /// `raw_lock` there is refused with `Error::TooDeep` and changes nothing, so as many
+    /// `raw_unlock`s as successful `raw_lock`s end the section (a stuck slot would stall
+    /// every grace period of the domain for good).
     #[test]
-    fn enter_at_the_ceiling_is_refused_and_exits_still_balance() {
+    fn raw_lock_at_the_ceiling_is_refused_and_raw_unlocks_still_balance() {
         let rcu: Rcu<1> = Rcu::with_dedicated(1);
         // SAFETY: (test) this context is the slot's only user.
         let me = unsafe { rcu.context_reader(0) };
-        me.enter().unwrap();
+        me.raw_lock().unwrap();
         // As if entered (STICKY - 2 * ONE_LEVEL) / ONE_LEVEL times: one level short of
-        // the last one `enter` allows.
+        // the last one `raw_lock` allows.
         let depth = (STICKY - 2 * ONE_LEVEL) / ONE_LEVEL;
         let v = entered(0) - ONE_LEVEL + depth * ONE_LEVEL;
         rcu.slots[0].0.store(v, Relaxed);
-        me.enter().unwrap();
+        me.raw_lock().unwrap();
         let top = rcu.slots[0].0.load(Relaxed);
-        assert_eq!(me.enter(), Err(Error::TooDeep));
-        assert_eq!(me.enter(), Err(Error::TooDeep));
+        assert_eq!(me.raw_lock(), Err(Error::TooDeep));
+        assert_eq!(me.raw_lock(), Err(Error::TooDeep));
         assert_eq!(
             rcu.slots[0].0.load(Relaxed),
             top,
-            "a refused enter changed the slot"
+            "a refused raw_lock changed the slot"
         );
-        // Each exit takes one level off, from the top as from anywhere (2^30 exits
+        // Each raw_unlock takes one level off, from the top as from anywhere (2^30 of them
         // would be slow here; the arithmetic is the same at every depth).
         // SAFETY: (test) nothing is read; each level left was entered here.
-        unsafe { me.exit() }.unwrap();
+        unsafe { me.raw_unlock() }.unwrap();
         assert_eq!(rcu.slots[0].0.load(Relaxed), top - ONE_LEVEL);
         rcu.slots[0].0.store(entered(0) + ONE_LEVEL, Relaxed); // two levels left
         for _ in 0..2 {
             assert!(me.in_read_section());
             // SAFETY: (test) as above.
-            unsafe { me.exit() }.unwrap();
+            unsafe { me.raw_unlock() }.unwrap();
         }
-        assert!(!me.in_read_section(), "the section outlived its exits");
+        assert!(
+            !me.in_read_section(),
+            "the section outlived its raw_unlocks"
+        );
         // SAFETY: (test) as above.
-        assert_eq!(unsafe { me.exit() }, Err(Error::NotInSection));
+        assert_eq!(unsafe { me.raw_unlock() }, Err(Error::NotInSection));
     }
 }

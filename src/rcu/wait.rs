@@ -1,5 +1,18 @@
 //! Waiting: the loop every blocking helper runs, its hooks, and the futures (the
 //! `rcu` module docs, "Writers, interrupts and waiting", say how to use them).
+//!
+//! A hook is any `FnMut(&Waiting<'_, '_, N>) -> ControlFlow<()>`, and every ready-made
+//! hook is one: [`spin`], [`forever`]`(f)`, [`sleeping`]`(spins, f)`, `std_sleeping()`,
+//! [`Deadline::hook`] and [`StallDetector::hook`] are passed as they are, with no
+//! closure to write. The waits take that `FnMut` bound, not a `WaitHook` trait that
+//! closures and the ready-made types would implement: rustc infers a closure's
+//! higher-ranked signature (`for<'c, 'd> FnMut(&Waiting<'c, 'd, N>)`) only from an `Fn`
+//! bound on the parameter, not through a blanket impl of another trait, so under
+//! `impl WaitHook<N>` every unannotated `|_| ...` and `|w| ...` hook fails to compile
+//! ("implementation of `FnOnce` is not general enough"), and stable Rust cannot make
+//! `Deadline` itself an `FnMut`. Hooks that combine (`|w| { stall.observe(w)?;
+//! deadline.check() }`) stay closures over [`StallDetector::observe`] and
+//! [`Deadline::check`].
 
 use super::gp::{GpCookie, Holdouts};
 use core::future::Future;
@@ -53,7 +66,7 @@ impl<const N: usize> core::fmt::Debug for GracePeriod<'_, N> {
 /// A wait hook that reports a stall once: when a wait has lasted `threshold` ticks of
 /// your clock, it calls `report` with how long it has waited and the slots holding the
 /// grace period up (Linux's RCU CPU stall warning, in miniature). Use it as a hook:
-/// `reader.synchronize(|w| stall.observe(w))`, or with a deadline:
+/// `reader.synchronize(stall.hook())`, or with a deadline:
 /// `|w| { stall.observe(w)?; deadline.check() }`.
 pub struct StallDetector<C, R> {
     clock: C,
@@ -93,6 +106,15 @@ impl<C: FnMut() -> u64, R: FnMut(u64, Holdouts<'_>)> StallDetector<C, R> {
         }
         ControlFlow::Continue(())
     }
+
+    /// This detector as a wait hook (it [`observe`](Self::observe)s every attempt):
+    /// `reader.synchronize(stall.hook())`. It borrows the detector, which goes on
+    /// across waits.
+    pub fn hook<const N: usize>(
+        &mut self,
+    ) -> impl FnMut(&Waiting<'_, '_, N>) -> ControlFlow<()> + '_ {
+        move |w| self.observe(w)
+    }
 }
 
 impl<C, R> core::fmt::Debug for StallDetector<C, R> {
@@ -105,7 +127,7 @@ impl<C, R> core::fmt::Debug for StallDetector<C, R> {
 }
 
 /// A wait hook that gives up after `limit` ticks of your clock (from its first call):
-/// `reader.synchronize(|_| deadline.check())` returns `Err(Error::GaveUp)` then.
+/// `reader.synchronize(deadline.hook())` returns `Err(Error::GaveUp)` then.
 pub struct Deadline<C> {
     clock: C,
     limit: u64,
@@ -131,6 +153,15 @@ impl<C: FnMut() -> u64> Deadline<C> {
         } else {
             ControlFlow::Continue(())
         }
+    }
+
+    /// This deadline as a wait hook (it [`check`](Self::check)s on every attempt):
+    /// `reader.synchronize(deadline.hook())`. It borrows the deadline, which keeps
+    /// counting from its first check across waits.
+    pub fn hook<const N: usize>(
+        &mut self,
+    ) -> impl FnMut(&Waiting<'_, '_, N>) -> ControlFlow<()> + '_ {
+        move |_| self.check()
     }
 }
 
@@ -263,7 +294,7 @@ pub fn spin<const N: usize>(_: &Waiting<'_, '_, N>) -> ControlFlow<()> {
 
 /// A wait hook that calls `between` between attempts and never gives up:
 /// `reader.synchronize(rcu::forever(std::thread::yield_now))`, or a `wfi`, an RTOS
-/// sleep. (A hook that may give up is a closure: see [`Deadline`].)
+/// sleep. (A hook that may give up: [`Deadline::hook`], or a closure of your own.)
 pub fn forever<const N: usize>(
     mut between: impl FnMut(),
 ) -> impl FnMut(&Waiting<'_, '_, N>) -> ControlFlow<()> {

@@ -123,7 +123,7 @@ macro_rules! zone_matrix {
             ];
             for &(raw, want_read, want_dead) in reads {
                 let r = R::from_raw(raw);
-                assert!(r.read() == want_read, "read wrong");
+                assert!(r.count() == want_read, "read wrong");
                 assert!(r.is_dead() == want_dead, "is_dead wrong");
             }
 
@@ -312,13 +312,13 @@ pub fn lifecycle() {
     assert!(!r.get(), "dead before init");
     r.init(1);
     assert!(r.get() && r.get());
-    assert!(r.read() == 3);
+    assert!(r.count() == 3);
     r.inc();
     assert!(!r.put() && !r.put() && !r.put());
-    assert!(r.read() == 1);
+    assert!(r.count() == 1);
     assert!(r.put_close(), "last reference closes");
-    assert!(r.is_dead() && r.read() == 0 && !r.get());
+    assert!(r.is_dead() && r.count() == 0 && !r.get());
     // Reuse: init brings the same memory back for a new object.
     r.init(2);
-    assert!(r.read() == 2 && !r.put() && r.put());
+    assert!(r.count() == 2 && !r.put() && r.put());
 }

@@ -79,13 +79,13 @@ pub fn cell_lookup() {
     static RCU: Rcu<2> = Rcu::new();
     static POOL: Pool<u32, 4> = Pool::new();
     static CELL: PoolCell<'static, u32, 4> = PoolCell::new(&POOL);
-    let reader = RCU.register().unwrap();
-    assert!(reader.read(|g| CELL.get(g)).is_none());
+    let reader = RCU.reader().unwrap();
+    assert!(reader.section(|g| CELL.get(g)).is_none());
     assert!(CELL.is_empty());
     let h = POOL.alloc(42).ok().unwrap();
     assert!(CELL.replace(Some(h)).is_none());
     assert!(!CELL.is_empty());
-    let got = reader.read(|g| CELL.get(g)).unwrap();
+    let got = reader.section(|g| CELL.get(g)).unwrap();
     assert_eq!(*got, 42);
     assert_eq!(got.ref_count(), 2, "the cell's reference and ours");
     let old = CELL.replace(Some(POOL.alloc(7).ok().unwrap())).unwrap();
@@ -100,7 +100,7 @@ pub fn cell_lookup() {
     assert_eq!(*got, 42, "our reference keeps the replaced object alive");
     drop(got);
     assert_eq!(POOL.in_use(), 1);
-    assert_eq!(reader.read(|g| CELL.get(g).map(|h| *h)), Some(7));
+    assert_eq!(reader.section(|g| CELL.get(g).map(|h| *h)), Some(7));
     drop(CELL.take());
     assert_eq!(POOL.in_use(), 0);
 }
@@ -373,7 +373,7 @@ impl World {
 
     /// One lookup of location `k` with every check.
     pub fn lookup(&self, k: usize) {
-        let r = self.rcu.read(|guard| {
+        let r = self.rcu.with_reader(|guard| {
             self.stats.lookups.fetch_add(1, Relaxed);
             let Some(h) = self.cells[k].get(guard) else {
                 return;

@@ -15,8 +15,8 @@ use rcuref::{Error, Refused};
 /// a phase word that never changed, would poll for ever here.
 pub fn grace_periods_end_under_back_to_back_readers() {
     static RCU: Rcu<2> = Rcu::new();
-    let a = RCU.register().unwrap();
-    let b = RCU.register().unwrap();
+    let a = RCU.reader().unwrap();
+    let b = RCU.reader().unwrap();
     let mut held = Some(a.lock());
     let cookie = RCU.start_poll();
     let mut polls = 0;
@@ -42,7 +42,7 @@ pub fn cookies_compare_by_domain_and_point() {
     let (a1, a2) = (A.start_poll(), A.start_poll());
     assert_eq!(a1, a2);
     assert_ne!(a1, B.start_poll(), "same point, other domain");
-    let mut r = A.register().unwrap();
+    let mut r = A.reader().unwrap();
     r.synchronize(rcuref::rcu::spin).unwrap();
     assert_ne!(a1, A.start_poll(), "same domain, later point");
 }
@@ -62,7 +62,7 @@ pub fn linux_polled_contract() {
     let done = RCU.completed();
     assert!(done.is_done() && done.into_raw() == u32::MAX);
     assert!(a.poll());
-    ctx.enter().unwrap();
+    ctx.raw_lock().unwrap();
     assert_eq!(ctx.cond_synchronize(a, rcuref::rcu::spin), Ok(()));
     assert_eq!(ctx.cond_synchronize(done, rcuref::rcu::spin), Ok(()));
     let b = RCU.get_state();
@@ -73,7 +73,7 @@ pub fn linux_polled_contract() {
     assert!(!b.poll(), "a grace period ended under a section");
     assert!(done.is_done(), "the completed cookie stopped being done");
     // SAFETY: (test) nothing was read in the section.
-    unsafe { ctx.exit().unwrap() };
+    unsafe { ctx.raw_unlock().unwrap() };
     assert_eq!(
         ctx.cond_synchronize(OTHER.get_state(), rcuref::rcu::spin),
         Err(Error::OtherDomain)
@@ -97,7 +97,7 @@ pub fn reclamation_takes_a_budget() {
     assert_eq!(q.collect_at_most(3, |v| sum += v), Ran { ran: 1, left: 0 });
     assert_eq!(CALLS.run(2, |v| sum += v), Ran { ran: 2, left: 2 });
     assert_eq!(CALLS.call(9).map_err(|r| r.error), Ok(()));
-    let mut w = RCU.register().unwrap();
+    let mut w = RCU.reader().unwrap();
     assert_eq!(
         CALLS.barrier(&mut w, rcuref::rcu::spin, |v| sum += v),
         Ok(3)
@@ -111,7 +111,7 @@ pub fn reclamation_takes_a_budget() {
 pub fn a_read_token_holds_grace_periods() {
     static RCU: Rcu<2> = Rcu::new();
     let token = RCU.down_read().unwrap();
-    assert_eq!(RCU.readers(), 1);
+    assert_eq!(RCU.reader_count(), 1);
     let c = RCU.get_state();
     for _ in 0..100 {
         assert!(!c.poll(), "a grace period ended under a token");
@@ -120,7 +120,7 @@ pub fn a_read_token_holds_grace_periods() {
     assert!(!c.poll());
     token.up_read();
     assert!(c.poll(), "up_read did not end the section");
-    assert_eq!(RCU.readers(), 0);
+    assert_eq!(RCU.reader_count(), 0);
 }
 
 /// Feature `strict-grace-periods`: the outermost unlock drives the grace period, so a
@@ -129,7 +129,7 @@ pub fn a_read_token_holds_grace_periods() {
 #[cfg(feature = "strict-grace-periods")]
 pub fn debug_aid_strict_grace_periods() {
     static RCU: Rcu<2> = Rcu::new();
-    let r = RCU.register().unwrap();
+    let r = RCU.reader().unwrap();
     let g = r.lock();
     let c = RCU.get_state();
     assert!(!c.is_done());
@@ -157,7 +157,7 @@ pub fn debug_aid_a_key_queued_twice_is_refused() {
         })
     ));
     assert_eq!(Q.pending(), 1);
-    let mut w = RCU.register().unwrap();
+    let mut w = RCU.reader().unwrap();
     assert_eq!(Q.barrier(&mut w, rcuref::rcu::spin, |_| {}), Ok(1));
     assert_eq!(Q.call_keyed(0x100, 3).map_err(|r| r.error), Ok(()));
 }
@@ -165,7 +165,7 @@ pub fn debug_aid_a_key_queued_twice_is_refused() {
 /// Dropping an inner guard does not end the section.
 pub fn nested_sections() {
     static RCU: Rcu<2> = Rcu::new();
-    let reader = RCU.register().unwrap();
+    let reader = RCU.reader().unwrap();
     let outer = reader.lock();
     let cookie = {
         let inner = reader.lock();
@@ -194,7 +194,7 @@ pub fn nested_sections() {
 /// a thread, `tests/rcu.rs`.)
 pub fn stalled_reader() {
     static RCU: Rcu<2> = Rcu::new();
-    let reader = RCU.register().unwrap();
+    let reader = RCU.reader().unwrap();
     let guard = reader.lock();
     let first = RCU.start_poll();
     for _ in 0..1000 {
@@ -217,7 +217,7 @@ pub fn stalled_reader() {
 /// period waits), until its reader is dropped, which ends it.
 pub fn dropping_a_reader_ends_a_leaked_section() {
     static RCU: Rcu<2> = Rcu::new();
-    let reader = RCU.register().unwrap();
+    let reader = RCU.reader().unwrap();
     core::mem::forget(reader.lock());
     let cookie = RCU.start_poll();
     for _ in 0..100 {
@@ -228,8 +228,8 @@ pub fn dropping_a_reader_ends_a_leaked_section() {
         cookie.poll(),
         "dropping the reader did not end its leaked section"
     );
-    assert_eq!(RCU.readers(), 0, "the slot stayed claimed");
-    let mut writer = RCU.register().unwrap();
+    assert_eq!(RCU.reader_count(), 0, "the slot stayed claimed");
+    let mut writer = RCU.reader().unwrap();
     writer.synchronize(rcuref::rcu::spin).unwrap();
 }
 
@@ -237,7 +237,7 @@ pub fn dropping_a_reader_ends_a_leaked_section() {
 /// `poll` loop for long: it answers within one grace period's worth of steps.
 pub fn poll_is_bounded_for_any_cookie() {
     static RCU: Rcu<2> = Rcu::new();
-    let reader = RCU.register().unwrap();
+    let reader = RCU.reader().unwrap();
     let guard = reader.lock(); // nothing can complete: a poll that advanced would spin
     for raw in [0u32, 1, 3, 5, 6, 1 << 30, 1 << 31, u32::MAX, u32::MAX - 3] {
         let before = RCU.gp_counter();
@@ -255,8 +255,8 @@ pub fn poll_is_bounded_for_any_cookie() {
 /// Grace periods across the wrap of the counter.
 pub fn epoch_wraps() {
     static RCU: Rcu<2> = Rcu::new_at(u32::MAX - 9);
-    let reader = RCU.register().unwrap();
-    let mut writer = RCU.register().unwrap();
+    let reader = RCU.reader().unwrap();
+    let mut writer = RCU.reader().unwrap();
     let start = RCU.gp_counter();
     for _ in 0..8 {
         let guard = reader.lock();
@@ -279,24 +279,24 @@ pub fn epoch_wraps() {
 pub fn slots_run_out() {
     static RCU: Rcu<2> = Rcu::new();
     assert_eq!(RCU.capacity(), 2);
-    let a = RCU.register().unwrap();
-    assert_eq!(RCU.readers(), 1);
-    let b = RCU.register().unwrap();
-    assert_eq!(RCU.readers(), 2);
-    assert!(matches!(RCU.register(), Err(Error::NoFreeSlot)));
-    assert!(matches!(RCU.read(|_| ()), Err(Error::NoFreeSlot)));
+    let a = RCU.reader().unwrap();
+    assert_eq!(RCU.reader_count(), 1);
+    let b = RCU.reader().unwrap();
+    assert_eq!(RCU.reader_count(), 2);
+    assert!(matches!(RCU.reader(), Err(Error::NoFreeSlot)));
+    assert!(matches!(RCU.with_reader(|_| ()), Err(Error::NoFreeSlot)));
     drop(a);
-    assert_eq!(RCU.read(|_| 7), Ok(7));
+    assert_eq!(RCU.with_reader(|_| 7), Ok(7));
     drop(b);
-    assert_eq!(RCU.readers(), 0);
+    assert_eq!(RCU.reader_count(), 0);
 }
 
 /// The deferred queue gives values back when full and releases them only after a
 /// grace period, oldest first.
 pub fn defer_queue_is_bounded() {
     static RCU: Rcu<2> = Rcu::new();
-    let reader = RCU.register().unwrap();
-    let mut writer = RCU.register().unwrap();
+    let reader = RCU.reader().unwrap();
+    let mut writer = RCU.reader().unwrap();
     let mut q: DeferQueue<u32, 2, 2> = DeferQueue::new(&RCU);
     let guard = reader.lock();
     assert!(q.is_empty() && !q.is_full() && q.capacity() == 2);
@@ -384,8 +384,8 @@ pub fn dropping_a_queue_never_drops_a_waiting_value() {
             DROPPED[self.0].store(true, Relaxed);
         }
     }
-    let reader = RCU.register().unwrap();
-    let mut writer = RCU.register().unwrap();
+    let reader = RCU.reader().unwrap();
+    let mut writer = RCU.reader().unwrap();
     {
         let mut q: DeferQueue<V, 4, 2> = DeferQueue::new(&RCU);
         assert!(q.defer(V(0)).is_ok() && q.defer(V(1)).is_ok());
@@ -426,8 +426,8 @@ pub fn cell_publish_and_reclaim() {
         )
     };
     let cell = RcuCell::new(&RCU, a);
-    let reader = RCU.register().unwrap();
-    let mut writer = RCU.register().unwrap();
+    let reader = RCU.reader().unwrap();
+    let mut writer = RCU.reader().unwrap();
     let guard = reader.lock();
     assert_eq!(*cell.load(&guard), 1);
     let retired = cell.replace(b);
@@ -448,7 +448,7 @@ pub fn cell_publish_and_reclaim() {
     assert_eq!(*old, 1);
     *old = 3; // exclusive again: reuse the memory
     let _ = cell.replace(old);
-    assert_eq!(reader.read(|g| *cell.load(g)), 3);
+    assert_eq!(reader.section(|g| *cell.load(g)), 3);
 }
 
 /// RAM: a domain of 4 slots is a few words where padding is off (the default on 32-bit
@@ -476,21 +476,25 @@ pub fn layout_matches_the_padding_choice() {
 }
 
 /// A reader dedicated to one context (a CPU, an interrupt level): in a `static`, on a
-/// slot `register` never hands out; sections nest on it (as an interrupt handler's would
+/// slot `reader` never hands out; sections nest on it (as an interrupt handler's would
 /// inside the code it interrupted); a cookie taken inside names it as the holdout; a wait
 /// from inside is refused.
 pub fn context_readers_nest_and_report() {
     static RCU: Rcu<3> = Rcu::with_dedicated(1);
     // SAFETY: (test) slot 0 is dedicated, and only this test's context uses CTX.
     static CTX: ContextReader<'static, 3> = unsafe { RCU.context_reader(0) };
-    assert_eq!(RCU.readers(), 1, "the dedicated slot counts as claimed");
-    let a = RCU.register().unwrap();
-    let b = RCU.register().unwrap();
+    assert_eq!(
+        RCU.reader_count(),
+        1,
+        "the dedicated slot counts as claimed"
+    );
+    let a = RCU.reader().unwrap();
+    let b = RCU.reader().unwrap();
     assert!(
         a.slot() != 0 && b.slot() != 0,
         "register handed out a dedicated slot"
     );
-    assert!(matches!(RCU.register(), Err(Error::NoFreeSlot)));
+    assert!(matches!(RCU.reader(), Err(Error::NoFreeSlot)));
     drop((a, b));
     let outer = CTX.lock();
     let cookie = RCU.start_poll();
@@ -524,24 +528,24 @@ pub fn context_readers_nest_and_report() {
     );
 }
 
-/// A section entered without a guard (`ContextReader::enter`, for C and for sections
+/// A section entered without a guard (`ContextReader::raw_lock`, for C and for sections
 /// that open in one function and close in another) is a section like a guard's: it
-/// nests, holds grace periods up until its `exit`, and an `exit` with no section open
-/// is refused with `Error::NotInSection`, changing nothing.
-pub fn split_enter_and_exit_hold_grace_periods() {
+/// nests, holds grace periods up until its `raw_unlock`, and a `raw_unlock` with no
+/// section open is refused with `Error::NotInSection`, changing nothing.
+pub fn split_raw_lock_and_raw_unlock_hold_grace_periods() {
     static RCU: Rcu<2> = Rcu::with_dedicated(2);
     // SAFETY: (test) each reader is used by this one context only.
     static READERS: [ContextReader<'static, 2>; 2] = unsafe { RCU.context_readers() };
     let (me, writer) = (&READERS[0], &READERS[1]);
     // SAFETY: (test) nothing is read in a section here.
-    assert_eq!(unsafe { me.exit() }, Err(Error::NotInSection));
+    assert_eq!(unsafe { me.raw_unlock() }, Err(Error::NotInSection));
     assert!(!me.in_read_section());
-    me.enter().unwrap();
-    me.enter().unwrap();
+    me.raw_lock().unwrap();
+    me.raw_lock().unwrap();
     let cookie = RCU.start_poll();
     // SAFETY: (test) as above; the level left is one this code entered.
-    unsafe { me.exit() }.unwrap();
-    assert!(me.in_read_section(), "one exit left both levels");
+    unsafe { me.raw_unlock() }.unwrap();
+    assert!(me.in_read_section(), "one raw_unlock left both levels");
     for _ in 0..10 {
         assert!(
             !cookie.poll(),
@@ -559,15 +563,18 @@ pub fn split_enter_and_exit_hold_grace_periods() {
     drop(me.lock());
     assert!(me.in_read_section());
     // SAFETY: (test) as above.
-    unsafe { me.exit() }.unwrap();
+    unsafe { me.raw_unlock() }.unwrap();
     assert!(!me.in_read_section());
     let mut polls = 0;
     while !cookie.poll() {
         polls += 1;
-        assert!(polls < 10, "the grace period did not end after the exit");
+        assert!(
+            polls < 10,
+            "the grace period did not end after the raw_unlock"
+        );
     }
     // SAFETY: (test) as above.
-    assert_eq!(unsafe { me.exit() }, Err(Error::NotInSection));
+    assert_eq!(unsafe { me.raw_unlock() }, Err(Error::NotInSection));
     writer.synchronize(rcuref::rcu::spin).unwrap();
 }
 
@@ -575,7 +582,7 @@ pub fn split_enter_and_exit_hold_grace_periods() {
 /// `Rcu::per_cpu` with a current-CPU hook. The writer on CPU 0 waits through CPU 0's own
 /// reader in every blocking helper (`synchronize`, `Retired::reclaim`,
 /// `RcuValue::replace`, `DeferQueue::defer_or_wait` and `barrier`): no slot of its own,
-/// so `register` has nothing to give and is never needed. Each helper refuses, without
+/// so `reader` has nothing to give and is never needed. Each helper refuses, without
 /// waiting, a context inside a section of the domain and a context of another domain.
 pub fn a_per_cpu_writer_needs_no_slot_of_its_own() {
     static CPU: AtomicU32 = AtomicU32::new(0);
@@ -590,7 +597,7 @@ pub fn a_per_cpu_writer_needs_no_slot_of_its_own() {
     // SAFETY: (test) as above, for the other domain.
     static FOREIGN: [ContextReader<'static, 2>; 2] = unsafe { OTHER.context_readers() };
     static VALUE: RcuValue<'static, u32, 2, 2> = RcuValue::new(&RCU, 0);
-    assert!(matches!(RCU.register(), Err(Error::NoFreeSlot)));
+    assert!(matches!(RCU.reader(), Err(Error::NoFreeSlot)));
     assert_eq!(CPUS.all()[1].slot(), 1);
     CPU.store(7, Relaxed);
     assert!(
@@ -718,8 +725,8 @@ pub fn rcu_value_reuses_buffers_after_grace_periods() {
     }
     static RCU: Rcu<2> = Rcu::new();
     static VALUE: RcuValue<'static, V, 2, 2> = RcuValue::new(&RCU, V(1));
-    let reader = RCU.register().unwrap();
-    let mut writer = RCU.register().unwrap();
+    let reader = RCU.reader().unwrap();
+    let mut writer = RCU.reader().unwrap();
     let g = reader.lock();
     assert_eq!(VALUE.load(&g).0, 1);
     assert!(VALUE.try_replace(V(2)).is_ok(), "the spare buffer was free");
@@ -746,11 +753,11 @@ pub fn rcu_value_reuses_buffers_after_grace_periods() {
         2,
         "V(1) dropped when its buffer was reused"
     );
-    assert_eq!(reader.read(|g| VALUE.load(g).0), 4);
+    assert_eq!(reader.section(|g| VALUE.load(g).0), 4);
     // The blocking form, with nobody inside: the retired buffer is free at once. (Waiting
     // for a reader of another context: the host's `rcu_value_waits_for_readers`.)
     assert!(VALUE.replace(&mut writer, V(5), rcuref::rcu::spin).is_ok());
-    assert_eq!(reader.read(|g| VALUE.load(g).0), 5);
+    assert_eq!(reader.section(|g| VALUE.load(g).0), 5);
     assert_eq!(DROPS.load(Relaxed), 3);
 }
 
@@ -758,7 +765,7 @@ pub fn rcu_value_reuses_buffers_after_grace_periods() {
 /// (an error in every build, never a hang).
 pub fn synchronize_in_read_section() -> Result<(), Error> {
     static RCU: Rcu<1> = Rcu::new();
-    let mut reader = RCU.register().unwrap();
+    let mut reader = RCU.reader().unwrap();
     core::mem::forget(reader.lock());
     reader.synchronize(rcuref::rcu::spin)
 }
@@ -879,7 +886,7 @@ impl Torture {
     /// One read section: the reader half, also callable from an interrupt handler
     /// (it takes a slot for the section). `delay` spins inside the section.
     pub fn read_once(&self, delay: u32) {
-        let r = self.rcu.read(|_guard| self.read_body(delay));
+        let r = self.rcu.with_reader(|_guard| self.read_body(delay));
         // A slot is always free for the torture's few readers.
         r.unwrap();
     }
@@ -955,7 +962,7 @@ impl Torture {
             }
         }
         let _ends = EndsRun(&self.done);
-        let mut w = self.rcu.register().unwrap();
+        let mut w = self.rcu.reader().unwrap();
         let first = 0usize;
         self.objs[first].pipe.store(0, Relaxed);
         self.current.store(first as u32, Release);

@@ -5,7 +5,7 @@ use rcuref::rcu::{Rcu, RcuCell};
 static RCU: Rcu<2> = Rcu::new();
 
 fn main() {
-    let reader = RCU.register().unwrap();
+    let reader = RCU.reader().unwrap();
     let guard = reader.lock();
     let r;
     {

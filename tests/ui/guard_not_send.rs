@@ -4,7 +4,7 @@ use rcuref::rcu::Rcu;
 static RCU: Rcu<2> = Rcu::new();
 
 fn main() {
-    let reader = RCU.register().unwrap();
+    let reader = RCU.reader().unwrap();
     let guard = reader.lock();
     std::thread::scope(|s| {
         s.spawn(move || drop(guard));

@@ -6,7 +6,7 @@ static RCU: Rcu<2> = Rcu::new();
 fn main() {
     let guard;
     {
-        let reader = RCU.register().unwrap();
+        let reader = RCU.reader().unwrap();
         guard = reader.lock();
     }
     drop(guard);

@@ -5,7 +5,7 @@ fn main() {
     let reader;
     {
         let rcu: Rcu<2> = Rcu::new();
-        reader = rcu.register().unwrap();
+        reader = rcu.reader().unwrap();
     }
     drop(reader);
 }

@@ -6,7 +6,7 @@ static RCU: Rcu<2> = Rcu::new();
 fn main() {
     let mut a = 1u32;
     let cell = RcuCell::new(&RCU, &mut a);
-    let reader = RCU.register().unwrap();
+    let reader = RCU.reader().unwrap();
     let v;
     {
         let guard = reader.lock();

@@ -6,7 +6,7 @@ static RCU: Rcu<2> = Rcu::new();
 static VALUE: RcuValue<'static, u32, 2, 2> = RcuValue::new(&RCU, 0);
 
 fn main() {
-    let mut reader = RCU.register().unwrap();
+    let mut reader = RCU.reader().unwrap();
     let guard = reader.lock();
     let _ = VALUE.replace(&mut reader, 1, rcuref::rcu::spin);
     drop(guard);

@@ -329,7 +329,7 @@ const ROWS: &[(&str, &[Impl])] = &[
         &[("rcuref", "reader_lock", v6m)],
     ),
     (
-        "read section: `Rcu::read(\\|_\\| ())` (claims and frees a slot too)",
+        "read section: `Rcu::with_reader(\\|_\\| ())` (claims and frees a slot too)",
         &[("rcuref", "rcu_read", v6m)],
     ),
     (

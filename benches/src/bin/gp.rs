@@ -69,7 +69,7 @@ fn with_idle_reader<R>(f: impl FnOnce() -> R) -> R {
     let ready = Barrier::new(2);
     std::thread::scope(|s| {
         let r = s.spawn(|| {
-            let _reader = RCU.register().unwrap();
+            let _reader = RCU.reader().unwrap();
             ready.wait();
             drop(done.lock().unwrap()); // sleeps until `f` is done
         });
@@ -88,7 +88,7 @@ fn percentile(v: &mut [f64], p: f64) -> f64 {
 
 fn latency() -> (f64, f64) {
     with_idle_reader(|| {
-        let mut w = RCU.register().unwrap();
+        let mut w = RCU.reader().unwrap();
         let mut per_call = Vec::with_capacity(ROUNDS);
         for _ in 0..ROUNDS {
             let t0 = Instant::now();
@@ -112,7 +112,7 @@ fn latency_reader() -> (f64, f64) {
     let mut after = Vec::with_capacity(ROUNDS);
     std::thread::scope(|s| {
         s.spawn(|| {
-            let r = RCU.register().unwrap();
+            let r = RCU.reader().unwrap();
             for round in 1..=ROUNDS as u64 {
                 while done.load(Acquire) != round - 1 {
                     spin_loop();
@@ -125,7 +125,7 @@ fn latency_reader() -> (f64, f64) {
                 drop(g);
             }
         });
-        let mut w = RCU.register().unwrap();
+        let mut w = RCU.reader().unwrap();
         for round in 1..=ROUNDS as u64 {
             while entered.load(Acquire) != round {
                 spin_loop();
@@ -169,7 +169,7 @@ fn on_threads(threads: usize, body: impl Fn(&AtomicBool) -> u64 + Sync) -> f64 {
 
 fn throughput(threads: usize) -> f64 {
     on_threads(threads, |stop| {
-        let mut w = RCU.register().unwrap();
+        let mut w = RCU.reader().unwrap();
         let mut n = 0;
         while !stop.load(Relaxed) {
             w.synchronize(forever(spin_loop)).unwrap();
@@ -181,7 +181,7 @@ fn throughput(threads: usize) -> f64 {
 
 fn defer(threads: usize) -> f64 {
     on_threads(threads, |stop| {
-        let mut w = RCU.register().unwrap();
+        let mut w = RCU.reader().unwrap();
         let mut q: DeferQueue<'_, Box<u64>, 64, 64> = DeferQueue::new(&RCU);
         let mut freed = 0u64;
         let mut i = 0u64;
@@ -214,7 +214,7 @@ fn urcu(readers: usize, hook: &str) -> (f64, f64) {
         let hs: Vec<_> = (0..readers)
             .map(|_| {
                 s.spawn(|| {
-                    let r = RCU.register().unwrap();
+                    let r = RCU.reader().unwrap();
                     ready.wait();
                     let mut n = 0u64;
                     while !stop.load(Relaxed) {
@@ -228,7 +228,7 @@ fn urcu(readers: usize, hook: &str) -> (f64, f64) {
                 })
             })
             .collect();
-        let mut w = RCU.register().unwrap();
+        let mut w = RCU.reader().unwrap();
         ready.wait();
         let t0 = Instant::now();
         let mut gps = 0u64;
@@ -253,7 +253,7 @@ fn read_paced() -> (f64, f64) {
     let ready = Barrier::new(2);
     std::thread::scope(|s| {
         let writer = s.spawn(|| {
-            let mut w = RCU.register().unwrap();
+            let mut w = RCU.reader().unwrap();
             ready.wait();
             let t0 = Instant::now();
             let mut n = 0u64;
@@ -264,7 +264,7 @@ fn read_paced() -> (f64, f64) {
             }
             n as f64 / t0.elapsed().as_secs_f64()
         });
-        let r = RCU.register().unwrap();
+        let r = RCU.reader().unwrap();
         ready.wait();
         let t0 = Instant::now();
         let mut sections = 0u64;

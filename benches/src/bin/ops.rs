@@ -24,7 +24,7 @@ fn main() {
     let r = FileRef64::new(1);
     let c = CasRef::new(1);
     let a = Arc::new(0u64);
-    let reader = RCU.register().unwrap();
+    let reader = RCU.reader().unwrap();
     for _ in 0..16 {
         let block: &'static mut heapless::pool::boxed::BoxBlock<u64> =
             Box::leak(Box::new(heapless::pool::boxed::BoxBlock::new()));

@@ -29,7 +29,7 @@ fn main() {
             let hs: Vec<_> = (0..threads)
                 .map(|_| {
                     s.spawn(|| {
-                        let reader = RCU.register().unwrap();
+                        let reader = RCU.reader().unwrap();
                         start.wait();
                         let t0 = Instant::now();
                         for _ in 0..iters {

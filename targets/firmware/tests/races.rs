@@ -87,9 +87,9 @@ mod tests {
                 ticks
             );
             assert_eq!(kept, ticks, "every tick keeps one reference");
-            assert_eq!(A32.read(), 1 + kept, "FileRef32 lost or gained references");
+            assert_eq!(A32.count(), 1 + kept, "FileRef32 lost or gained references");
             assert_eq!(
-                A64.read(),
+                A64.count(),
                 u64::from(1 + kept),
                 "FileRef64 lost or gained references"
             );
@@ -156,8 +156,8 @@ mod tests {
             run_on_all(hammer);
             let kept: u32 = KEPT.iter().map(|k| k.load(Relaxed)).sum();
             assert_eq!(kept, COUNT as u32 * ITERS / 16);
-            assert_eq!(C32.read(), 1 + kept);
-            assert_eq!(C64.read(), u64::from(1 + kept));
+            assert_eq!(C32.count(), 1 + kept);
+            assert_eq!(C64.count(), u64::from(1 + kept));
             run_on_all(racy);
             let total = COUNT as u32 * ITERS;
             let lost = total - RACY.get();

@@ -95,8 +95,8 @@ mod tests {
     }
 
     #[test]
-    fn split_enter_and_exit_hold_grace_periods() {
-        cases::split_enter_and_exit_hold_grace_periods();
+    fn split_raw_lock_and_raw_unlock_hold_grace_periods() {
+        cases::split_raw_lock_and_raw_unlock_hold_grace_periods();
     }
 
     #[test]
@@ -564,7 +564,7 @@ mod tests {
             observe_serves(Some(on_serve));
             #[cfg(rcuref_mutants)]
             rcuref::mutants::set_pause_hook(Some(on_scan));
-            let mut w = D.register().unwrap();
+            let mut w = D.reader().unwrap();
             for _ in 0..GRACE_PERIODS {
                 w.synchronize(rcuref::rcu::forever(core::hint::spin_loop))
                     .unwrap();

@@ -32,7 +32,7 @@ mod ops {
     /// Rounds over [`OPS`] (xtask reports the last: the steady state).
     pub const REPS: usize = 3;
 
-    /// The domain: slot 0 dedicated (the [`ContextReader`]), three for `register`.
+    /// The domain: slot 0 dedicated (the [`ContextReader`]), three for `reader`.
     static RCU: Rcu<4> = Rcu::with_dedicated(1);
     // SAFETY: only this one flow of control uses slot 0; nothing interrupts it.
     static CTX: ContextReader<'static, 4> = unsafe { RCU.context_reader(0) };
@@ -111,7 +111,10 @@ mod ops {
             drop(g);
         }),
         ("rcu_read", nothing, |_| {
-            check(RCU.read(|_| compiler_fence(Ordering::SeqCst)).is_ok());
+            check(
+                RCU.with_reader(|_| compiler_fence(Ordering::SeqCst))
+                    .is_ok(),
+            );
         }),
         ("context_lock", nothing, |_| {
             let g = CTX.lock();
@@ -224,7 +227,7 @@ mod ops {
     /// `window` of the last round inside [`icount_window`] as well. Whether every
     /// operation did what it should.
     pub fn run(window: Option<usize>) -> bool {
-        let Ok(reader) = RCU.register() else {
+        let Ok(reader) = RCU.reader() else {
             return false;
         };
         // Four blocks per heapless pool, from statics (heapless's `manage`).

@@ -1021,7 +1021,7 @@ pub const TESTS: &[Test] = &[
     },
     Test {
         name: "rcu-irq-claim",
-        claim: "A handler's Rcu::read: a claim (Acquire exchange) and an outermost lock on \
+        claim: "A handler's Rcu::with_reader: a claim (Acquire exchange) and an outermost lock on \
                 the claimed slot, against a wait.",
         init: &[
             ("slot", 0),
@@ -1060,7 +1060,7 @@ pub const TESTS: &[Test] = &[
     },
     Test {
         name: "rcu-irq-release",
-        claim: "Rcu::read's release: the unlock and the slot's freeing are both Release; a \
+        claim: "Rcu::with_reader's release: the unlock and the slot's freeing are both Release; a \
                 scan that reads the free slot orders the section before the reclaim.",
         init: &[("slot", 5), ("buf0", LIVE)],
         threads: &[

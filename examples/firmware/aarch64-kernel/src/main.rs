@@ -185,7 +185,7 @@ fn my_reader() -> rcuref::rcu::ContextReader<'static, CORES> {
 /// One section on the calling core's reader, lasting about `counts` of the generic
 /// timer.
 fn read(counts: u64) {
-    my_reader().read(|g| {
+    my_reader().section(|g| {
         let r = ROUTES.load(g);
         let (gen, first) = (r.gen, r.next_hop[0]);
         let mut ok = r.whole();
@@ -299,7 +299,7 @@ extern "C" fn kernel_main() -> ! {
         gen += 1;
         let mut value = Routes::new(gen);
         loop {
-            match ROUTES.replace(writer, value, |w| stall.observe(w)) {
+            match ROUTES.replace(writer, value, stall.hook()) {
                 Ok(()) => break,
                 Err(r) => value = r.value, // Busy cannot happen (one writer): retry
             }

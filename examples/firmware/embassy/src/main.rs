@@ -153,7 +153,7 @@ async fn thread_reader(cell: &'static RcuCell<'static, Config, 2>) {
 }
 
 fn read_once(reader: &ContextReader<'static, 2>, cell: &RcuCell<'static, Config, 2>, work: u32) {
-    reader.read(|g| {
+    reader.section(|g| {
         let c = cell.load(g);
         let (v, mut ok) = (c.version, check(c));
         for _ in 0..work {

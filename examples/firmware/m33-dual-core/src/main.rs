@@ -140,7 +140,7 @@ fn ticks() -> u64 {
 /// One section on the calling core's reader, held for `hold` of core 0's ticks (0: a
 /// quick one).
 fn read(hold: u32) {
-    my_reader().read(|g| {
+    my_reader().section(|g| {
         let cfg = CONFIG.load(g);
         let (gen, first) = (cfg.gen, cfg.settings[0]);
         let mut ok = cfg.whole();

@@ -159,7 +159,7 @@ static DONE: AtomicBool = AtomicBool::new(false);
 
 /// One section on the calling hart's reader, lasting about `ticks` of mtime.
 fn read(ticks: u64) {
-    my_reader().read(|g| {
+    my_reader().section(|g| {
         let r = ROUTES.load(g);
         let (gen, first) = (r.gen, r.next_hop[0]);
         let mut ok = r.whole();
@@ -253,7 +253,7 @@ fn writer_hart() -> ! {
         gen += 1;
         let mut value = Routes::new(gen);
         loop {
-            match ROUTES.replace(writer, value, |w| stall.observe(w)) {
+            match ROUTES.replace(writer, value, stall.hook()) {
                 Ok(()) => break,
                 Err(r) => value = r.value, // Busy cannot happen (one writer); retry
             }

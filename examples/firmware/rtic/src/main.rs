@@ -88,7 +88,7 @@ static TICKS: AtomicU32 = AtomicU32::new(0);
 /// One read section through `reader`: the configuration must be whole, and the same
 /// one at the end of the section as at its start. `work` lengthens the section.
 fn read_config(reader: &ContextReader<'static, 3>, work: u32) {
-    reader.read(|g| {
+    reader.section(|g| {
         let c = CONFIG.load(g);
         let (version, first) = (c.version, c.data[0]);
         let mut ok = c.whole();

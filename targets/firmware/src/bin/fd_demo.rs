@@ -37,14 +37,14 @@ static STEPS: AtomicU32 = AtomicU32::new(0);
 fn read_one() {
     let i = READS.fetch_add(1, Relaxed) as usize;
     // A slot is always free: the writer and at most three reader contexts.
-    let _ = RCU.read(|g| T.fget_and_check(i % FDS, g));
+    let _ = RCU.with_reader(|g| T.fget_and_check(i % FDS, g));
 }
 
 fn write_all() {
-    let writer = RCU.register().expect("a reader slot for the writer");
+    let writer = RCU.reader().expect("a reader slot for the writer");
     let mut step = 0;
     while step < MIN_STEPS || READS.load(Relaxed) < MIN_READS {
-        T.churn(step, |f| writer.read(|g| f(g)));
+        T.churn(step, |f| writer.section(|g| f(g)));
         step += 1;
     }
     STEPS.store(step, Relaxed);
