@@ -22,7 +22,7 @@ use steps::Expect;
 use std::process::ExitCode;
 
 const USAGE: &str = "usage: cargo xtask <command>
-  test [--quick] [--host-only] [--target T]...
+  test [--quick] [--host-only] [--target T]... [--dry-run]
            run every test: host (unit, integration, doc, loom models, negative controls,
            interrupt and panic injection, the herd7 litmus suite, Miri) and the on-target
            suites in QEMU on seven targets, debug and release, installing what is missing
@@ -30,6 +30,8 @@ const USAGE: &str = "usage: cargo xtask <command>
            --quick      skip Miri and the release builds of the targets
            --host-only  skip QEMU
            --target T   only this embedded target (repeatable)
+           --dry-run    list the steps (minimum tests, environment, command) and
+                        install or run nothing
   demo     run the main demo
   bench [--quick] [--icount | --c-read | --urcu]
            run the benchmarks, write docs/bench/REPORT.md and SVG charts
@@ -175,13 +177,14 @@ fn main() -> ExitCode {
 }
 
 fn test(args: &[String]) -> Result<(), String> {
-    let (mut quick, mut host_only) = (false, false);
+    let (mut quick, mut host_only, mut dry) = (false, false, false);
     let mut only: Vec<String> = Vec::new();
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--quick" => quick = true,
             "--host-only" => host_only = true,
+            "--dry-run" => dry = true,
             "--target" => only.push(it.next().ok_or("--target needs a value")?.clone()),
             other => return Err(format!("unknown option {other}\n{USAGE}")),
         }
@@ -196,14 +199,20 @@ fn test(args: &[String]) -> Result<(), String> {
         .copied()
         .filter(|t| only.is_empty() || only.iter().any(|o| o == t))
         .collect();
-    install::host_tools(!quick)?;
-    if !host_only {
-        install::targets(&targets)?;
-        install::qemu()?;
-    }
     let msrv = install::msrv()?;
-    install::msrv_toolchain(&msrv, "thumbv7em-none-eabihf")?;
-    let mut run = steps::Run::new("test");
+    if !dry {
+        install::host_tools(!quick)?;
+        if !host_only {
+            install::targets(&targets)?;
+            install::qemu()?;
+        }
+        install::msrv_toolchain(&msrv, "thumbv7em-none-eabihf")?;
+    }
+    let mut run = if dry {
+        steps::Run::dry_run("test")
+    } else {
+        steps::Run::new("test")
+    };
     run.cargo(
         "host: unit, integration and doc tests",
         Expect::Tests(HOST_TESTS),
