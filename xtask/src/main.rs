@@ -11,7 +11,6 @@ mod bench;
 mod ffi;
 mod icount;
 mod install;
-mod litmus;
 mod mutants;
 mod qemu;
 mod size;
@@ -87,7 +86,15 @@ fn main() -> ExitCode {
         Some("size") => size::run(&args[1..]),
         Some("bench") => bench::bench(&args[1..]),
         Some("mutants") => mutants::run(&args[1..]),
-        Some("litmus") => litmus::run(&args[1..]),
+        Some("litmus") => rcuref_litmus::run(
+            &args[1..],
+            rcuref_litmus::Tools {
+                install_herd: install::herd,
+                herd7: install::herd7,
+                install_targets: install::targets,
+                llvm_objdump: install::llvm_objdump,
+            },
+        ),
         Some("header") => ffi::header(),
         Some("ffi") => ffi::check(TARGETS, args.iter().any(|a| a == "--host-only")),
         Some("-h" | "--help") => {

@@ -11,7 +11,7 @@ pub fn all(run: &mut Run) {
         &[],
     );
     run.cargo(
-        "lint: clippy, warnings denied (library, tests, xtask, runner, benches)",
+        "lint: clippy, warnings denied (library, tests, xtask, litmus, runner, benches)",
         Expect::NoTests,
         &[
             "clippy",
@@ -19,6 +19,8 @@ pub fn all(run: &mut Run) {
             "rcuref",
             "-p",
             "xtask",
+            "-p",
+            "rcuref-litmus",
             "-p",
             "qemu-embedded-runner",
             "-p",

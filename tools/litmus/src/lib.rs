@@ -1,4 +1,6 @@
-//! `cargo xtask litmus [--bless] [--control]`: the weak-memory suite (`litmus/README.md`).
+//! `cargo xtask litmus [--bless] [--control]`: the weak-memory suite (`litmus/README.md`),
+//! a tool of its own that xtask dispatches to ([`run`]), with the machine's tools
+//! (herd7, llvm-objdump, rustup targets) given by xtask's installer ([`Tools`]).
 //!
 //! 1. Builds the library with `--cfg rcuref_code_probe` for every instruction set we
 //!    ship and reads each fast path's memory instructions and barriers out of the object
@@ -19,11 +21,38 @@ mod code;
 mod gen;
 mod spec;
 
-use crate::steps::workspace_root;
 use code::{Arch, Extracted, MemOp};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
+
+/// What the suite needs from the machine, installed by its caller.
+pub struct Tools {
+    /// Makes herd7 available (or says how to).
+    pub install_herd: fn() -> Result<(), String>,
+    /// A command that runs herd7 with its models.
+    pub herd7: fn() -> Result<Command, String>,
+    /// Adds the rustup targets of the instruction sets it reads.
+    pub install_targets: fn(&[&str]) -> Result<(), String>,
+    /// The toolchain's llvm-objdump (installed if missing).
+    pub llvm_objdump: fn() -> Result<PathBuf, String>,
+}
+
+static TOOLS: OnceLock<Tools> = OnceLock::new();
+
+fn tools() -> &'static Tools {
+    TOOLS.get().expect("run() sets the tools first")
+}
+
+/// The repository's root (this crate lives in `tools/litmus`).
+pub fn workspace_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .and_then(Path::parent)
+        .expect("tools/litmus lives in the workspace")
+        .to_path_buf()
+}
 
 /// A configuration of the suite: C11 under a model, or an instruction set as a target
 /// compiles to it.
@@ -198,7 +227,7 @@ fn build(mutant: Option<&str>, only: &[&str]) -> Result<BTreeMap<&'static str, P
 fn extract_all(
     rlibs: &BTreeMap<&'static str, PathBuf>,
 ) -> Result<BTreeMap<&'static str, Extracted>, String> {
-    let objdump = crate::install::llvm_objdump()?;
+    let objdump = (tools().llvm_objdump)()?;
     let symbols = probe_symbols()?;
     let mut out = BTreeMap::new();
     for c in CONFIGS.iter().filter(|c| c.arch.is_some()) {
@@ -429,7 +458,7 @@ struct Verdict {
 
 /// Runs herd7 on `files` under `model`, from `dir`.
 fn herd(model: &str, dir: &Path, files: &[String]) -> Result<BTreeMap<String, Verdict>, String> {
-    let mut cmd = crate::install::herd7()?;
+    let mut cmd = (tools().herd7)()?;
     let model_path = if model.contains('/') {
         workspace_root().join(model).display().to_string()
     } else {
@@ -483,16 +512,18 @@ fn herd(model: &str, dir: &Path, files: &[String]) -> Result<BTreeMap<String, Ve
     Ok(out)
 }
 
-pub fn run(args: &[String]) -> Result<(), String> {
+/// `cargo xtask litmus [--bless] [--control]`.
+pub fn run(args: &[String], machine: Tools) -> Result<(), String> {
     let bless = args.iter().any(|a| a == "--bless");
     let control = args.iter().any(|a| a == "--control");
-    crate::install::herd()?;
+    let _ = TOOLS.set(machine);
+    (tools().install_herd)()?;
     let targets: Vec<&str> = CONFIGS
         .iter()
         .filter(|c| c.arch.is_some())
         .map(|c| c.target)
         .collect();
-    crate::install::targets(&targets)?;
+    (tools().install_targets)(&targets)?;
     if control {
         return run_control();
     }
