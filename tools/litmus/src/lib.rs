@@ -18,6 +18,7 @@
 //! ties the tests to the code can fail.
 
 mod code;
+mod data;
 mod gen;
 mod spec;
 
@@ -298,7 +299,7 @@ fn build_ir() -> Result<PathBuf, String> {
 /// The spec's orderings against the source's (the IR): the problems found.
 fn check_source_orders(ir: &BTreeMap<String, Vec<ir::Op>>) -> Vec<String> {
     let mut problems = Vec::new();
-    for (name, _, ops) in spec::PATHS {
+    for (name, _, ops) in spec::paths() {
         let want = ir::of_spec(ops);
         match ir.get(*name) {
             None => problems.push(format!("source: no IR for path {name}")),
@@ -330,7 +331,7 @@ mod ir;
 /// points; returns the problems found.
 fn check_code(cfg: &Config, x: &Extracted) -> Vec<String> {
     let mut problems = Vec::new();
-    for (name, _, ops) in spec::PATHS {
+    for (name, _, ops) in spec::paths() {
         match x.paths.get(*name) {
             Some(elf) => {
                 if let Err(e) = orders::check(cfg, ops, elf) {
@@ -406,7 +407,7 @@ fn generate(
     sigs: Option<&BTreeMap<String, Vec<MemOp>>>,
 ) -> Result<BTreeMap<String, String>, String> {
     let mut files = BTreeMap::new();
-    for t in spec::TESTS {
+    for t in spec::tests() {
         files.insert(gen::file_name(t, None), gen::write(t, None, cfg, sigs)?);
         for tw in t.twins {
             let applies_here = if cfg.arch.is_none() {
@@ -440,7 +441,7 @@ fn herd_config(c: &Config) -> Result<BTreeMap<String, Verdict>, String> {
         let Some((test, twin)) = f.trim_end_matches(".litmus").split_once('+') else {
             return true;
         };
-        spec::TESTS
+        spec::tests()
             .iter()
             .find(|t| t.name == test)
             .and_then(|t| t.twins.iter().find(|tw| tw.name == twin))
@@ -517,6 +518,7 @@ pub fn run(args: &[String], machine: Tools) -> Result<(), String> {
     let bless = args.iter().any(|a| a == "--bless");
     let control = args.iter().any(|a| a == "--control");
     let _ = TOOLS.set(machine);
+    spec::load()?;
     (tools().install_herd)()?;
     let targets: Vec<&str> = CONFIGS
         .iter()
@@ -621,7 +623,7 @@ pub fn run(args: &[String], machine: Tools) -> Result<(), String> {
     });
     for (c, verdicts) in runs {
         let verdicts = verdicts?;
-        for t in spec::TESTS {
+        for t in spec::tests() {
             let mut controls = 0;
             for (f, twin) in std::iter::once((gen::file_name(t, None), None)).chain(
                 t.twins
@@ -729,7 +731,7 @@ fn run_control() -> Result<(), String> {
         let now = code_text(c, x);
         let files = generate(c, Some(&x.paths))?;
         let test = gen::file_name(
-            spec::TESTS
+            spec::tests()
                 .iter()
                 .find(|t| t.name == "rcu-irq-in-lock-after-store")
                 .unwrap(),
