@@ -240,6 +240,34 @@ impl Machine {
         a.extend(self.extra.iter().cloned());
         a
     }
+
+    /// The whole command line after the emulator's name: [`Machine::args`], no display,
+    /// monitor or serial port, semihosting with `firmware_args` as the firmware's command
+    /// line, and the image. What the runner boots; tools that add their own arguments
+    /// (a TCG plugin, say) append them.
+    pub fn command_line(&self, elf: &str, firmware_args: &[&str]) -> Vec<String> {
+        let mut semihosting = String::from("enable=on,target=native");
+        for a in firmware_args {
+            semihosting.push_str(",arg=");
+            semihosting.push_str(a);
+        }
+        let mut a = self.args();
+        a.extend(
+            [
+                "-nographic",
+                "-monitor",
+                "none",
+                "-serial",
+                "none",
+                "-semihosting-config",
+                &semihosting,
+                "-kernel",
+                elf,
+            ]
+            .map(String::from),
+        );
+        a
+    }
 }
 
 /// What one run was asked to do (the command line, parsed).
@@ -1209,24 +1237,8 @@ fn run_one(
     use std::process::{Command, Stdio};
     use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
     use std::sync::{mpsc, Arc};
-    let mut semihosting = String::from("enable=on,target=native");
-    for a in args {
-        semihosting.push_str(",arg=");
-        semihosting.push_str(a);
-    }
     let mut cmd = Command::new(qemu);
-    cmd.args(m.args())
-        .args([
-            "-nographic",
-            "-monitor",
-            "none",
-            "-serial",
-            "none",
-            "-semihosting-config",
-            &semihosting,
-            "-kernel",
-            elf_path,
-        ])
+    cmd.args(m.command_line(elf_path, args))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
