@@ -1361,3 +1361,182 @@ fn run_one(
         stderr,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    fn parsed(s: &str) -> Options {
+        parse(&args(s)).expect("parses").expect("something to run")
+    }
+
+    fn refused(s: &str) -> String {
+        parse(&args(s)).expect_err("refused")
+    }
+
+    // ---- the machine table ----------------------------------------------------------
+
+    #[test]
+    fn each_target_is_known_once() {
+        for (i, k) in KNOWN.iter().enumerate() {
+            assert!(
+                KNOWN[i + 1..].iter().all(|o| o.target != k.target),
+                "{} twice",
+                k.target
+            );
+        }
+    }
+
+    #[test]
+    fn each_known_machine_has_its_architecture_emulator_and_a_memory_map() {
+        for k in KNOWN {
+            assert_eq!(emulator_for(k.target), k.qemu, "{}", k.target);
+            assert!(memory_map(k.qemu, k.machine).is_some(), "{}", k.target);
+            assert_ne!(k.smp, Some(1), "{}: -smp 1 is the default", k.target);
+            let m = Machine::for_target(k.target).unwrap();
+            assert_eq!(
+                (m.qemu.as_str(), m.machine.as_str(), m.cpu.as_deref(), m.smp),
+                (k.qemu, k.machine, k.cpu, k.smp)
+            );
+            assert!(m.extra.is_empty());
+        }
+        for (prefix, machine) in ALTERNATIVES {
+            assert!(KNOWN.iter().any(|k| k.target.starts_with(prefix)));
+            assert!(
+                memory_map(emulator_for(prefix), machine).is_some(),
+                "{machine}"
+            );
+        }
+        assert_eq!(Machine::for_target("x86_64-unknown-linux-gnu"), None);
+    }
+
+    #[test]
+    fn machine_arguments_per_architecture() {
+        let a = |t: &str| Machine::for_target(t).unwrap().args().join(" ");
+        assert_eq!(
+            a("thumbv7m-none-eabi"),
+            "-machine lm3s6965evb -cpu cortex-m3"
+        );
+        assert_eq!(
+            a("riscv64gc-unknown-none-elf"),
+            "-machine virt -bios none -nic none -smp 2"
+        );
+        assert_eq!(
+            a("aarch64-unknown-none"),
+            "-machine virt -cpu cortex-a53 -nic none -smp 4"
+        );
+    }
+
+    #[test]
+    fn given_arguments_replace_the_defaults_they_name() {
+        let mut m = Machine::for_target("riscv32imac-unknown-none-elf").unwrap();
+        m.extra = args("-bios default -netdev user,id=n0");
+        assert_eq!(
+            m.args().join(" "),
+            "-machine virt -smp 2 -bios default -netdev user,id=n0"
+        );
+    }
+
+    #[test]
+    fn the_command_line_boots_the_image_over_semihosting() {
+        let m = Machine::for_target("thumbv7em-none-eabihf").unwrap();
+        assert_eq!(
+            m.command_line("fw.elf", &["run_addr", "1234"]).join(" "),
+            "-machine mps2-an386 -cpu cortex-m4 -nographic -monitor none -serial none \
+             -semihosting-config enable=on,target=native,arg=run_addr,arg=1234 -kernel fw.elf"
+        );
+        assert!(m
+            .command_line("fw.elf", &[])
+            .contains(&"enable=on,target=native".to_string()));
+    }
+
+    // ---- the argument parser --------------------------------------------------------
+
+    #[test]
+    fn a_target_picks_its_machine() {
+        let o = parsed("--target aarch64-unknown-none k.elf");
+        assert_eq!(
+            o.machine,
+            Machine::for_target("aarch64-unknown-none").unwrap()
+        );
+        assert_eq!(o.elf, "k.elf");
+        assert!(o.filters.is_empty() && !o.exact && !o.list && !o.terse);
+        assert_eq!(o.test_timeout, Duration::from_secs(60));
+        assert_eq!(o.program_timeout, Duration::from_secs(300));
+    }
+
+    #[test]
+    fn options_with_equals_read_as_two_words() {
+        let o = parsed("--target=thumbv7m-none-eabi --smp=2 --timeout=5 fw");
+        assert_eq!(o.machine.machine, "lm3s6965evb");
+        assert_eq!(o.machine.smp, Some(2));
+        assert_eq!(o.test_timeout, Duration::from_secs(5));
+    }
+
+    #[test]
+    fn another_machine_takes_the_targets_emulator_and_no_cpu() {
+        let o = parsed("--target thumbv8m.main-none-eabihf --machine mps2-an521 fw");
+        assert_eq!(o.machine.qemu, "qemu-system-arm");
+        assert_eq!(o.machine.machine, "mps2-an521");
+        assert_eq!((o.machine.cpu.as_deref(), o.machine.smp), (None, None));
+        // The target's own machine, named, keeps its CPU and core count.
+        let o = parsed("--target aarch64-unknown-none --machine virt fw");
+        assert_eq!(
+            o.machine,
+            Machine::for_target("aarch64-unknown-none").unwrap()
+        );
+        let o = parsed("--target aarch64-unknown-none --cpu cortex-a57 --smp 2 fw");
+        assert_eq!(
+            (o.machine.cpu.as_deref(), o.machine.smp),
+            (Some("cortex-a57"), Some(2))
+        );
+    }
+
+    #[test]
+    fn filters_and_libtest_options() {
+        let o = parsed(
+            "--target thumbv7m-none-eabi fw rcu pool --exact --skip slow --skip=big \
+             --include-ignored --list --format terse --test-threads 1 --nocapture -Zunstable-options",
+        );
+        assert_eq!(o.filters, ["rcu", "pool"]);
+        assert_eq!(o.skip, ["slow", "big"]);
+        assert!(o.exact && o.list && o.include_ignored && !o.ignored_only && o.terse);
+        assert!(parsed("--target thumbv7m-none-eabi fw -q").terse);
+        assert!(parsed("--target thumbv7m-none-eabi fw --ignored").ignored_only);
+        let o = parsed("--target thumbv7m-none-eabi --qemu-arg -d --qemu-arg int fw");
+        assert_eq!(o.machine.extra, ["-d", "int"]);
+    }
+
+    /// cargo passes libtest's arguments after the ELF; a `--` among them is dropped, and
+    /// past it `--opt=value` is left whole (and so refused, like any unknown option).
+    #[test]
+    fn a_double_dash_is_dropped_and_ends_the_splitting() {
+        let o = parsed("--target thumbv7m-none-eabi fw -- rcu");
+        assert_eq!(o.filters, ["rcu"]);
+        assert!(refused("--target thumbv7m-none-eabi fw -- --skip=x")
+            .starts_with("unknown option --skip=x"));
+    }
+
+    #[test]
+    fn mistakes_are_refused_with_what_to_do() {
+        assert!(refused("--target x86_64-unknown-linux-gnu fw").contains("give --machine"));
+        assert!(refused("--machine virt fw").contains("needs --target"));
+        assert!(refused("fw").contains("give --target"));
+        assert!(refused("--target thumbv7m-none-eabi").contains("no ELF"));
+        assert!(refused("--target thumbv7m-none-eabi --smp 0 fw").contains("1 or more"));
+        assert!(refused("--target thumbv7m-none-eabi --timeout soon fw").contains("seconds"));
+        assert!(
+            refused("--target thumbv7m-none-eabi --bogus fw").contains("unknown option --bogus")
+        );
+        assert!(refused("--target thumbv7m-none-eabi --format json fw").contains("not supported"));
+        assert!(
+            refused("--target thumbv7m-none-eabi --ignored --include-ignored fw")
+                .contains("mutually exclusive")
+        );
+        assert!(refused("--target").contains("--target needs a value"));
+    }
+}
