@@ -23,6 +23,7 @@
 
 mod child;
 mod elf;
+pub mod install;
 mod qemu;
 
 pub use qemu::{find_qemu, install_qemu, QEMU_DIR_VAR};
