@@ -21,30 +21,59 @@ pub(crate) use firmware::{env_refs, example_env, runner_var, FIRMWARE_EXAMPLES};
 
 use crate::{install, steps, TARGETS, USAGE};
 
+/// `cargo xtask test`'s options.
+struct Options {
+    /// `--quick`: no Miri, no release builds of the targets.
+    quick: bool,
+    /// `--host-only`: no QEMU.
+    host_only: bool,
+    /// `--dry-run`: list the steps, install and run nothing.
+    dry: bool,
+    /// The embedded targets (`--target T`, repeatable; all when none is given).
+    targets: Vec<&'static str>,
+}
+
+impl Options {
+    fn parse(args: &[String]) -> Result<Options, String> {
+        let (mut quick, mut host_only, mut dry) = (false, false, false);
+        let mut only: Vec<String> = Vec::new();
+        let mut it = args.iter();
+        while let Some(a) = it.next() {
+            match a.as_str() {
+                "--quick" => quick = true,
+                "--host-only" => host_only = true,
+                "--dry-run" => dry = true,
+                "--target" => only.push(it.next().ok_or("--target needs a value")?.clone()),
+                other => return Err(format!("unknown option {other}\n{USAGE}")),
+            }
+        }
+        for t in &only {
+            if !TARGETS.contains(&t.as_str()) {
+                return Err(format!("unknown target {t}; known: {}", TARGETS.join(", ")));
+            }
+        }
+        let targets = TARGETS
+            .iter()
+            .copied()
+            .filter(|t| only.is_empty() || only.iter().any(|o| o == t))
+            .collect();
+        Ok(Options {
+            quick,
+            host_only,
+            dry,
+            targets,
+        })
+    }
+}
+
 /// `cargo xtask test [--quick] [--host-only] [--target T]... [--dry-run]`.
 pub fn test(args: &[String]) -> Result<(), String> {
-    let (mut quick, mut host_only, mut dry) = (false, false, false);
-    let mut only: Vec<String> = Vec::new();
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--quick" => quick = true,
-            "--host-only" => host_only = true,
-            "--dry-run" => dry = true,
-            "--target" => only.push(it.next().ok_or("--target needs a value")?.clone()),
-            other => return Err(format!("unknown option {other}\n{USAGE}")),
-        }
-    }
-    for t in &only {
-        if !TARGETS.contains(&t.as_str()) {
-            return Err(format!("unknown target {t}; known: {}", TARGETS.join(", ")));
-        }
-    }
-    let targets: Vec<&str> = TARGETS
-        .iter()
-        .copied()
-        .filter(|t| only.is_empty() || only.iter().any(|o| o == t))
-        .collect();
+    let Options {
+        quick,
+        host_only,
+        dry,
+        targets,
+    } = Options::parse(args)?;
     let msrv = install::msrv()?;
     if !dry {
         install::host_tools(!quick)?;
