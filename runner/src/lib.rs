@@ -868,3 +868,35 @@ fn run_one(
         stderr,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_diff_marks_what_is_missing_and_what_is_extra() {
+        assert_eq!(diff("a\nb\nc\n", "a\nb\nc\n"), "  a\n  b\n  c\n");
+        assert_eq!(diff("a\nb\nc\n", "a\nx\nc\n"), "  a\n+ x\n- b\n  c\n");
+        assert_eq!(diff("a\n", "a\nb\n"), "  a\n+ b\n");
+        assert_eq!(diff("a\nb\n", "b\n"), "- a\n  b\n");
+        assert_eq!(diff("", "a\n"), "+ a\n");
+    }
+
+    #[test]
+    fn the_diff_names_a_missing_final_newline() {
+        assert_eq!(
+            diff("a\n", "a"),
+            "  a\n(the two differ in a final newline)\n"
+        );
+    }
+
+    #[test]
+    fn signals_by_name_and_counts_in_words() {
+        #[cfg(unix)]
+        assert_eq!(signal_name(libc::SIGKILL), "SIGKILL (9)");
+        assert_eq!(signal_name(200), "signal 200");
+        assert_eq!(plural(1, "test"), "1 test");
+        assert_eq!(plural(0, "test"), "0 tests");
+        assert_eq!(plural(3, "test"), "3 tests");
+    }
+}
