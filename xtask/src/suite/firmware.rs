@@ -196,7 +196,7 @@ pub fn debug_aids(run: &mut Run, targets: &[&str]) {
 /// store-buffering torture only: docs/testing.md.) On AArch64 without the timer
 /// tortures: there every wait interrupts three other vCPUs, which on a two-core
 /// host takes minutes for them; the nesting they test is the same code in both
-/// modes and runs in the steps above.
+/// modes and runs in [`suites`].
 pub fn asymmetric(run: &mut Run, targets: &[&str]) {
     for t in targets
         .iter()
