@@ -296,6 +296,24 @@ fn build_ir() -> Result<PathBuf, String> {
         .ok_or_else(|| format!("no rcuref-*.ll in {}", deps.display()))
 }
 
+/// Every weakened twin that `src/code_probe.rs` exports has its abstract form in
+/// `litmus/spec/paths.txt` (the other way round is `check_source_orders`'s "no IR"):
+/// with the orderings compared there, the two spellings of a twin (Rust, compiled for
+/// its instructions; abstract, for the C11 tests) cannot drift apart. (The probe's
+/// 64-bit FileRef paths have no spec, so no tests: they are only shown in `code/`.)
+fn check_probe_in_spec(symbols: &[String]) -> Vec<String> {
+    symbols
+        .iter()
+        .filter_map(|s| Some((s, s.strip_prefix("rcuref_")?)))
+        .filter(|(_, path)| path.starts_with("twin_") && spec::path(path).is_none())
+        .map(|(s, path)| {
+            format!(
+                "source: src/code_probe.rs exports {s}, litmus/spec/paths.txt has no path {path}"
+            )
+        })
+        .collect()
+}
+
 /// The spec's orderings against the source's (the IR): the problems found.
 fn check_source_orders(ir: &BTreeMap<String, Vec<ir::Op>>) -> Vec<String> {
     let mut problems = Vec::new();
@@ -536,7 +554,8 @@ pub fn run(args: &[String], machine: Tools) -> Result<(), String> {
     let mut passed = 0u64;
     // 0. The spec's orderings against the source's.
     let ir_ops = ir::read(&build_ir()?)?;
-    let problems = check_source_orders(&ir_ops);
+    let mut problems = check_source_orders(&ir_ops);
+    problems.extend(check_probe_in_spec(&probe_symbols()?));
     if problems.is_empty() {
         passed += 1;
     }
@@ -849,4 +868,39 @@ fn hand_written(
         }
     }
     Ok(counts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_probe_without_its_path_in_the_spec_is_a_problem() {
+        spec::load().unwrap();
+        let known = [
+            "rcuref_path_own_slot",
+            "rcuref_twin_unlock_relaxed",
+            "rcuref_api_read",
+        ]
+        .map(String::from);
+        assert_eq!(check_probe_in_spec(&known), Vec::<String>::new());
+        let p = check_probe_in_spec(&["rcuref_twin_unlock_forgotten".to_string()]);
+        assert_eq!(
+            p,
+            [
+                "source: src/code_probe.rs exports rcuref_twin_unlock_forgotten, \
+              litmus/spec/paths.txt has no path twin_unlock_forgotten"
+            ]
+        );
+    }
+
+    /// Every twin of the committed `src/code_probe.rs` is in the spec.
+    #[test]
+    fn the_committed_probe_is_in_the_spec() {
+        spec::load().unwrap();
+        assert_eq!(
+            check_probe_in_spec(&probe_symbols().unwrap()),
+            Vec::<String>::new()
+        );
+    }
 }
