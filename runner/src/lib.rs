@@ -23,8 +23,11 @@
 
 mod child;
 mod elf;
+pub mod install;
 mod qemu;
 
+pub use args::{parse, Options, USAGE};
+pub use machine::{memory_map, Known, Machine, KNOWN};
 pub use qemu::{find_qemu, install_qemu, QEMU_DIR_VAR};
 
 use defmt_decoder::Table;
@@ -43,8 +46,8 @@ fn say(args: std::fmt::Arguments, flush: bool) {
 
 /// `println!` through [`say`].
 macro_rules! outln {
-    () => { say(format_args!("\n"), false) };
-    ($($t:tt)*) => { say(format_args!("{}\n", format_args!($($t)*)), false) };
+    () => { $crate::say(format_args!("\n"), false) };
+    ($($t:tt)*) => { $crate::say(format_args!("{}\n", format_args!($($t)*)), false) };
 }
 
 /// `print!` and a flush, through [`say`].
@@ -52,477 +55,9 @@ macro_rules! out {
     ($($t:tt)*) => { say(format_args!($($t)*), true) };
 }
 
-/// How a target boots in QEMU: the system emulator and its machine arguments.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Machine {
-    /// The `qemu-system-*` binary.
-    pub qemu: String,
-    /// `-machine` value.
-    pub machine: String,
-    /// `-cpu` value, if the machine needs one.
-    pub cpu: Option<String>,
-    /// `-smp` value (cores or harts), if more than one.
-    pub smp: Option<u32>,
-    /// Further arguments, as given.
-    pub extra: Vec<String>,
-}
-
-/// A target triple the runner can boot without being told how: one row of [`KNOWN`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Known {
-    /// The target triple.
-    pub target: &'static str,
-    /// The `qemu-system-*` binary.
-    pub qemu: &'static str,
-    /// `-machine` value.
-    pub machine: &'static str,
-    /// `-cpu` value, if the machine needs one.
-    pub cpu: Option<&'static str>,
-    /// `-smp` value, if more than one core or hart.
-    pub smp: Option<u32>,
-}
-
-impl Known {
-    const fn new(
-        target: &'static str,
-        qemu: &'static str,
-        machine: &'static str,
-        cpu: Option<&'static str>,
-        smp: Option<u32>,
-    ) -> Self {
-        Known {
-            target,
-            qemu,
-            machine,
-            cpu,
-            smp,
-        }
-    }
-}
-
-/// The machines this runner knows, by target triple (what `--target` selects unless
-/// `--machine` overrides it). [`memory_map`] gives each machine's map to link against.
-#[rustfmt::skip]
-pub const KNOWN: &[Known] = &[
-    Known::new("thumbv6m-none-eabi", "qemu-system-arm", "microbit", Some("cortex-m0"), None),
-    Known::new("thumbv7m-none-eabi", "qemu-system-arm", "lm3s6965evb", Some("cortex-m3"), None),
-    Known::new("thumbv7em-none-eabi", "qemu-system-arm", "mps2-an386", Some("cortex-m4"), None),
-    Known::new("thumbv7em-none-eabihf", "qemu-system-arm", "mps2-an386", Some("cortex-m4"), None),
-    Known::new("thumbv8m.main-none-eabi", "qemu-system-arm", "mps2-an505", Some("cortex-m33"), None),
-    Known::new("thumbv8m.main-none-eabihf", "qemu-system-arm", "mps2-an505", Some("cortex-m33"), None),
-    Known::new("riscv32imac-unknown-none-elf", "qemu-system-riscv32", "virt", None, Some(2)),
-    Known::new("riscv32imc-unknown-none-elf", "qemu-system-riscv32", "virt", None, None),
-    Known::new("riscv32i-unknown-none-elf", "qemu-system-riscv32", "virt", None, None),
-    Known::new("riscv64gc-unknown-none-elf", "qemu-system-riscv64", "virt", None, Some(2)),
-    Known::new("riscv64imac-unknown-none-elf", "qemu-system-riscv64", "virt", None, Some(2)),
-    Known::new("aarch64-unknown-none", "qemu-system-aarch64", "virt", Some("cortex-a53"), Some(4)),
-    Known::new("aarch64-unknown-none-softfloat", "qemu-system-aarch64", "virt", Some("cortex-a53"), Some(4)),
-];
-
-/// Machines a target may pick with `--machine` besides its [`KNOWN`] one, with what they
-/// need (`-cpu` is implied by these boards): `(target prefix, machine)`.
-const ALTERNATIVES: &[(&str, &str)] = &[("thumbv8m.main", "mps2-an521")];
-
-/// The memory map to link a firmware against for a QEMU machine (`--memory-map` prints
-/// it), as a `memory.x` for cortex-m-rt / riscv-rt, with what boots where. `qemu` tells
-/// the two `virt` machines apart.
-pub fn memory_map(qemu: &str, machine: &str) -> Option<&'static str> {
-    Some(match (machine, qemu) {
-        ("microbit", _) => {
-            "/* microbit (nRF51822, Cortex-M0): the vector table at 0. */
-MEMORY
-{
-  FLASH : ORIGIN = 0x00000000, LENGTH = 256K
-  RAM   : ORIGIN = 0x20000000, LENGTH = 16K
-}"
-        }
-        ("lm3s6965evb", _) => {
-            "/* lm3s6965evb (Stellaris, Cortex-M3): the vector table at 0. */
-MEMORY
-{
-  FLASH : ORIGIN = 0x00000000, LENGTH = 256K
-  RAM   : ORIGIN = 0x20000000, LENGTH = 64K
-}"
-        }
-        ("mps2-an385" | "mps2-an386" | "mps2-an500", _) => {
-            "/* mps2-an385/an386/an500 (Cortex-M3/M4/M7): the vector table at 0 (SSRAM1, 4M);
-   RAM in SSRAM2/3 at 0x2000_0000 (4M; 64K is plenty for tests). */
-MEMORY
-{
-  FLASH : ORIGIN = 0x00000000, LENGTH = 4M
-  RAM   : ORIGIN = 0x20000000, LENGTH = 4M
-}"
-        }
-        ("mps2-an505" | "mps2-an521", _) => {
-            "/* mps2-an505 (Cortex-M33) and mps2-an521 (two Cortex-M33, SSE-200): they boot
-   Secure, the vector table at 0x1000_0000 (the Secure alias of SSRAM1); RAM in the
-   Secure alias of SSRAM2/3. The classic map (0 / 0x2000_0000) locks up at reset
-   (`Lockup: can't escalate 3 to HardFault`). On mps2-an521 CPU1 waits until its
-   vector table is written to INITSVTOR1 (0x5002_1114) and CPUWAIT (0x5002_1118)
-   bit 1 is cleared. */
-MEMORY
-{
-  FLASH : ORIGIN = 0x10000000, LENGTH = 4M
-  RAM   : ORIGIN = 0x38000000, LENGTH = 2M
-}"
-        }
-        ("virt", q) if q.contains("riscv") => {
-            "/* RISC-V virt, -bios none: everything in RAM at 0x8000_0000 (128M by default);
-   every hart enters at the image's start. For riscv-rt, alias the regions: */
-MEMORY
-{
-  RAM : ORIGIN = 0x80000000, LENGTH = 16M
-}
-REGION_ALIAS(\"REGION_TEXT\", RAM);
-REGION_ALIAS(\"REGION_RODATA\", RAM);
-REGION_ALIAS(\"REGION_DATA\", RAM);
-REGION_ALIAS(\"REGION_BSS\", RAM);"
-        }
-        ("virt", q) if q.contains("aarch64") => {
-            "/* AArch64 virt, an ELF kernel at EL1 with no firmware: RAM at 0x4000_0000 (128M by
-   default), the kernel linked at 0x4008_0000; core 0 enters at the ELF entry, the
-   others stay off until PSCI CPU_ON (function 0xC400_0003 over `hvc`). GICv2
-   distributor 0x0800_0000, CPU interface 0x0801_0000; PL011 UART 0x0900_0000. The MMU
-   is off: exclusives work in QEMU, real cores need the MMU and caches on. */
-MEMORY
-{
-  RAM : ORIGIN = 0x40080000, LENGTH = 126M
-}"
-        }
-        _ => return None,
-    })
-}
-
-/// The emulator for a target triple, by its architecture.
-fn emulator_for(target: &str) -> &'static str {
-    if target.starts_with("riscv64") {
-        "qemu-system-riscv64"
-    } else if target.starts_with("riscv32") {
-        "qemu-system-riscv32"
-    } else if target.starts_with("aarch64") {
-        "qemu-system-aarch64"
-    } else {
-        "qemu-system-arm"
-    }
-}
-
-impl Machine {
-    /// The known machine for `target`, if any.
-    pub fn for_target(target: &str) -> Option<Machine> {
-        KNOWN.iter().find(|k| k.target == target).map(|k| Machine {
-            qemu: k.qemu.into(),
-            machine: k.machine.into(),
-            cpu: k.cpu.map(Into::into),
-            smp: k.smp,
-            extra: Vec::new(),
-        })
-    }
-
-    /// The arguments before the image: `-machine`, `-cpu`, `-smp`, `-bios none` on
-    /// RISC-V `virt`, `-nic none` on `virt` (whose default network card needs a ROM
-    /// that minimal QEMU installs lack), and the extra ones.
-    pub fn args(&self) -> Vec<String> {
-        let mut a = vec!["-machine".to_string(), self.machine.clone()];
-        if let Some(cpu) = &self.cpu {
-            a.extend(["-cpu".to_string(), cpu.clone()]);
-        }
-        let given = |opts: &[&str]| self.extra.iter().any(|e| opts.contains(&e.as_str()));
-        if self.qemu.contains("riscv") && !given(&["-bios"]) {
-            a.extend(["-bios".to_string(), "none".to_string()]);
-        }
-        if self.machine.split(',').next() == Some("virt") && !given(&["-nic", "-net", "-netdev"]) {
-            a.extend(["-nic".to_string(), "none".to_string()]);
-        }
-        if let Some(n) = self.smp {
-            a.extend(["-smp".to_string(), n.to_string()]);
-        }
-        a.extend(self.extra.iter().cloned());
-        a
-    }
-}
-
-/// What one run was asked to do (the command line, parsed).
-#[derive(Clone, Debug)]
-#[non_exhaustive]
-pub struct Options {
-    /// The machine to boot.
-    pub machine: Machine,
-    /// The firmware.
-    pub elf: String,
-    /// Test name filters (substrings, or exact names with `exact`).
-    pub filters: Vec<String>,
-    /// Tests to leave out (`--skip`: substrings, or exact names with `exact`).
-    pub skip: Vec<String>,
-    /// Filters match whole names.
-    pub exact: bool,
-    /// List the tests instead of running them.
-    pub list: bool,
-    /// Run only ignored tests.
-    pub ignored_only: bool,
-    /// Run ignored tests too.
-    pub include_ignored: bool,
-    /// libtest's terse format (`--format terse`, `-q`): a listing without its summary
-    /// line (runs are printed in the pretty format).
-    pub terse: bool,
-    /// Timeout of a test that does not set its own (embedded-test's `timeout`).
-    pub test_timeout: Duration,
-    /// Timeout of a plain program.
-    pub program_timeout: Duration,
-    /// An explicit QEMU binary (else [`find_qemu`]).
-    pub qemu_path: Option<String>,
-    /// A plain program's expected output: a file its decoded stdout must equal.
-    pub expect: Option<String>,
-}
-
-/// The usage text of the binary.
-pub const USAGE: &str = "usage: qemu-embedded-runner [OPTIONS] ELF [FILTER...] [LIBTEST OPTIONS]
-       qemu-embedded-runner install-qemu [--dir DIR]
-       qemu-embedded-runner --machines | --memory-map (--target T | --machine M)
-
-Runs an embedded-test suite (one fresh QEMU per test) or a plain firmware in QEMU, decodes
-its defmt log, prints libtest-style results. Use it as cargo's runner:
-  [target.thumbv7em-none-eabihf]
-  runner = \"qemu-embedded-runner --target thumbv7em-none-eabihf\"
-
-options (`--opt value` or `--opt=value`):
-  --target T        the target triple; selects a known QEMU machine (see --machines)
-                    and the emulator (qemu-system-arm, -aarch64, -riscv32, -riscv64)
-  --machine M       QEMU -machine (overrides the target's; needed for unknown targets)
-  --cpu C           QEMU -cpu
-  --smp N           cores/harts
-  --qemu-arg ARG    one more QEMU argument (repeatable)
-  --qemu PATH       the qemu-system binary to use
-  --timeout SECS    timeout of tests without their own (default 60)
-  --program-timeout SECS
-                    timeout of a plain firmware (default 300)
-  --expect FILE     a plain firmware's output must equal FILE (a diff is shown if not)
-  --machines        list the known targets and machines
-  --memory-map      print the memory map (memory.x) to link against for the machine
-  -h, --help        this text
-
-libtest's options, as libtest reads them:
-  FILTER...         run the tests whose names contain a FILTER
-  --exact           FILTERs (and --skip) match whole names
-  --skip F          leave out the tests whose names contain F (repeatable)
-  --list            list the tests (`name: test`, then `N tests, 0 benchmarks`)
-  --ignored         run (or list) only the ignored tests
-  --include-ignored
-                    run the ignored tests too
-  --format pretty|terse, -q, --quiet
-                    terse: a listing without its summary line (runs print pretty);
-                    json and junit are refused
-  --nocapture, --show-output, --report-time, --ensure-time, --shuffle,
-  --test-threads N, --color C, -Z OPT (or -ZOPT)
-                    accepted and without effect: output is always shown, tests run
-                    one at a time in name order, without colours
-
-The program's output goes to stdout, QEMU's own messages to stderr (as `qemu: ...`).
-QEMU is taken from --qemu, else from the folder in $QEMU_SYSTEM_DIR, else from PATH,
-else from where `install-qemu` last put it (remembered; default folder
-~/.local/share/qemu-embedded-runner/qemu).";
-
-/// The options that take a value.
-const WITH_VALUE: &[&str] = &[
-    "--target",
-    "--machine",
-    "--cpu",
-    "--smp",
-    "--qemu-arg",
-    "--qemu",
-    "--timeout",
-    "--program-timeout",
-    "--expect",
-    "--skip",
-    "--test-threads",
-    "--format",
-    "--color",
-    "-Z",
-];
-
-/// Splits `--opt=value` into `--opt value` (for the options that take one; a lone `=`
-/// form of a flag is left as it is, to be reported).
-fn split_equals(args: &[String]) -> Vec<String> {
-    let mut out = Vec::with_capacity(args.len());
-    let mut after_double_dash = false;
-    for a in args {
-        if !after_double_dash {
-            if a == "--" {
-                after_double_dash = true;
-                continue;
-            }
-            if let Some((opt, value)) = a.split_once('=') {
-                if WITH_VALUE.contains(&opt) {
-                    out.push(opt.to_string());
-                    out.push(value.to_string());
-                    continue;
-                }
-            }
-        }
-        out.push(a.clone());
-    }
-    out
-}
-
-/// Parses the command line (`args` without the program name). `Ok(None)` when there is
-/// nothing to run (`--machines`, `--memory-map`, `--help`: already printed).
-///
-/// # Errors
-/// A message for the user: an unknown option or option value, a missing ELF or machine.
-pub fn parse(args: &[String]) -> Result<Option<Options>, String> {
-    let args = split_equals(args);
-    let mut target = None;
-    let (mut machine, mut cpu, mut smp, mut qemu_path) = (None, None, None, None);
-    let mut extra = Vec::new();
-    let mut elf = None;
-    let (mut filters, mut skip) = (Vec::new(), Vec::new());
-    let (mut exact, mut list, mut ignored_only, mut include_ignored) = (false, false, false, false);
-    let (mut print_map, mut expect, mut terse) = (false, None, false);
-    let mut test_timeout = Duration::from_secs(60);
-    let mut program_timeout = Duration::from_secs(300);
-    let mut it = args.iter();
-    let secs = |v: Option<&String>, what: &str| -> Result<Duration, String> {
-        v.and_then(|s| s.parse().ok())
-            .map(Duration::from_secs)
-            .ok_or_else(|| format!("{what} needs a number of seconds"))
-    };
-    let value = |v: Option<&String>, what: &str| -> Result<String, String> {
-        v.cloned().ok_or_else(|| format!("{what} needs a value"))
-    };
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--target" => target = Some(value(it.next(), "--target")?),
-            "--machine" => machine = Some(value(it.next(), "--machine")?),
-            "--cpu" => cpu = Some(value(it.next(), "--cpu")?),
-            "--smp" => {
-                smp = Some(
-                    it.next()
-                        .and_then(|s| s.parse().ok())
-                        .filter(|&n: &u32| n > 0)
-                        .ok_or("--smp needs a number of cores (1 or more)")?,
-                )
-            }
-            "--qemu-arg" => extra.push(value(it.next(), "--qemu-arg")?),
-            "--qemu" => qemu_path = Some(value(it.next(), "--qemu")?),
-            "--timeout" => test_timeout = secs(it.next(), "--timeout")?,
-            "--program-timeout" => program_timeout = secs(it.next(), "--program-timeout")?,
-            "--expect" => expect = Some(value(it.next(), "--expect")?),
-            "--machines" => {
-                for k in KNOWN {
-                    outln!(
-                        "{:<30} {} -machine {}{}{}",
-                        k.target,
-                        k.qemu,
-                        k.machine,
-                        k.cpu.map(|c| format!(" -cpu {c}")).unwrap_or_default(),
-                        k.smp.map(|n| format!(" -smp {n}")).unwrap_or_default()
-                    );
-                }
-                for (prefix, m) in ALTERNATIVES {
-                    outln!("{:<30} also --machine {m}", format!("{prefix}*"));
-                }
-                return Ok(None);
-            }
-            "--memory-map" => print_map = true,
-            "-h" | "--help" => {
-                outln!("{USAGE}");
-                return Ok(None);
-            }
-            "--exact" => exact = true,
-            "--list" => list = true,
-            "--ignored" => ignored_only = true,
-            "--include-ignored" => include_ignored = true,
-            "--skip" => skip.push(value(it.next(), "--skip")?),
-            "--format" => match value(it.next(), "--format")?.as_str() {
-                "pretty" => terse = false,
-                "terse" => terse = true,
-                f @ ("json" | "junit") => {
-                    return Err(format!(
-                        "--format {f} is not supported: the runner prints libtest's pretty \
-                         format (and terse listings, with --format terse)"
-                    ))
-                }
-                f => return Err(format!("--format {f}: use pretty or terse")),
-            },
-            "--quiet" | "-q" => terse = true,
-            // libtest options cargo may pass that have no meaning here: output is always
-            // shown, tests run one at a time, in order, without colours.
-            "--nocapture" | "--show-output" | "--report-time" | "--shuffle" | "--ensure-time" => {}
-            "--test-threads" | "--color" | "-Z" => {
-                value(it.next(), a)?;
-            }
-            s if s.starts_with("-Z") => {}
-            s if s.starts_with('-') => {
-                return Err(format!("unknown option {s}\n{USAGE}"));
-            }
-            s if elf.is_none() => elf = Some(s.to_string()),
-            s => filters.push(s.to_string()),
-        }
-    }
-    let mut m = match (&target, &machine) {
-        (Some(t), None) => Machine::for_target(t).ok_or_else(|| {
-            format!(
-                "no QEMU machine known for target {t}: give --machine (and --cpu), e.g. \
-                 `--machine mps2-an505 --cpu cortex-m33`; `--machines` lists the known ones"
-            )
-        })?,
-        (t, Some(name)) => {
-            let base = t.as_deref().and_then(Machine::for_target);
-            match base {
-                // The target's own machine, named: keep its CPU and core count.
-                Some(b) if b.machine == *name => b,
-                _ => Machine {
-                    qemu: t
-                        .as_deref()
-                        .map(emulator_for)
-                        .ok_or("--machine needs --target too (to pick the emulator)")?
-                        .into(),
-                    machine: name.clone(),
-                    cpu: None,
-                    smp: None,
-                    extra: Vec::new(),
-                },
-            }
-        }
-        (None, None) => return Err(format!("give --target (or --machine)\n{USAGE}")),
-    };
-    if cpu.is_some() {
-        m.cpu = cpu;
-    }
-    if smp.is_some() {
-        m.smp = smp;
-    }
-    m.extra = extra;
-    if print_map {
-        let map = memory_map(&m.qemu, &m.machine).ok_or_else(|| {
-            format!(
-                "no memory map known for {} -machine {} (known: the machines `--machines` lists)",
-                m.qemu, m.machine
-            )
-        })?;
-        outln!("{map}");
-        return Ok(None);
-    }
-    if ignored_only && include_ignored {
-        return Err("the options --include-ignored and --ignored are mutually exclusive".into());
-    }
-    let elf = elf.ok_or_else(|| format!("no ELF to run\n{USAGE}"))?;
-    Ok(Some(Options {
-        machine: m,
-        elf,
-        filters,
-        skip,
-        exact,
-        list,
-        ignored_only,
-        include_ignored,
-        terse,
-        test_timeout,
-        program_timeout,
-        qemu_path,
-        expect,
-    }))
-}
+// After the macros, which they use.
+mod args;
+mod machine;
 
 /// The whole runner: `install-qemu`, or parse and [`run`].
 ///
@@ -1209,24 +744,8 @@ fn run_one(
     use std::process::{Command, Stdio};
     use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
     use std::sync::{mpsc, Arc};
-    let mut semihosting = String::from("enable=on,target=native");
-    for a in args {
-        semihosting.push_str(",arg=");
-        semihosting.push_str(a);
-    }
     let mut cmd = Command::new(qemu);
-    cmd.args(m.args())
-        .args([
-            "-nographic",
-            "-monitor",
-            "none",
-            "-serial",
-            "none",
-            "-semihosting-config",
-            &semihosting,
-            "-kernel",
-            elf_path,
-        ])
+    cmd.args(m.command_line(elf_path, args))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -1348,4 +867,36 @@ fn run_one(
         no_output,
         stderr,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_diff_marks_what_is_missing_and_what_is_extra() {
+        assert_eq!(diff("a\nb\nc\n", "a\nb\nc\n"), "  a\n  b\n  c\n");
+        assert_eq!(diff("a\nb\nc\n", "a\nx\nc\n"), "  a\n+ x\n- b\n  c\n");
+        assert_eq!(diff("a\n", "a\nb\n"), "  a\n+ b\n");
+        assert_eq!(diff("a\nb\n", "b\n"), "- a\n  b\n");
+        assert_eq!(diff("", "a\n"), "+ a\n");
+    }
+
+    #[test]
+    fn the_diff_names_a_missing_final_newline() {
+        assert_eq!(
+            diff("a\n", "a"),
+            "  a\n(the two differ in a final newline)\n"
+        );
+    }
+
+    #[test]
+    fn signals_by_name_and_counts_in_words() {
+        #[cfg(unix)]
+        assert_eq!(signal_name(libc::SIGKILL), "SIGKILL (9)");
+        assert_eq!(signal_name(200), "signal 200");
+        assert_eq!(plural(1, "test"), "1 test");
+        assert_eq!(plural(0, "test"), "0 tests");
+        assert_eq!(plural(3, "test"), "3 tests");
+    }
 }

@@ -1,5 +1,6 @@
 //! Finding QEMU, and installing it where the system has none.
 
+use crate::install::{is_root, loud, quiet_ok};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -108,39 +109,6 @@ pub fn find_qemu(name: &str) -> Result<String, String> {
     ))
 }
 
-fn quiet_ok(program: &str, args: &[&str]) -> bool {
-    Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false)
-}
-
-fn loud(program: &str, args: &[&str]) -> Result<(), String> {
-    println!("install: {program} {}", args.join(" "));
-    let st = Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .status()
-        .map_err(|e| format!("{program}: {e}"))?;
-    if st.success() {
-        Ok(())
-    } else {
-        Err(format!("`{program} {}` failed ({st})", args.join(" ")))
-    }
-}
-
-fn is_root() -> bool {
-    #[cfg(unix)]
-    // SAFETY: geteuid(2) cannot fail and takes nothing.
-    return unsafe { libc::geteuid() } == 0;
-    #[cfg(not(unix))]
-    false
-}
-
 /// A fresh private folder (mode 0700, a name nobody can guess) for `apt-get download`;
 /// removed when dropped. Run as root, apt downloads as its unprivileged `_apt` user, so
 /// the folder is given to that user (still private: root reads it regardless); without
@@ -230,13 +198,7 @@ pub fn install_qemu(dir: Option<&Path>) -> Result<PathBuf, String> {
                 .into(),
         );
     }
-    let sudo: &[&str] = if is_root() { &[] } else { &["sudo"] };
-    let apt = |args: &[&str]| -> Result<(), String> {
-        let mut full: Vec<&str> = sudo.to_vec();
-        full.push("apt-get");
-        full.extend_from_slice(args);
-        loud(full[0], &full[1..])
-    };
+    let apt = crate::install::apt_get;
     let _ = apt(&["update", "-qq"]);
     let dry_run = [
         "-s",

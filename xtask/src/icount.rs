@@ -149,19 +149,11 @@ fn measure(root: &Path, target: &str, how: Build) -> Result<Counts, String> {
         .join("target/icount")
         .join(format!("{target}{tag}.txt"));
     let _ = std::fs::remove_file(&counts_file);
+    let elf_arg = elf_path
+        .to_str()
+        .ok_or_else(|| format!("{}: not a UTF-8 path", elf_path.display()))?;
     let out = Command::new(&qemu)
-        .args(machine.args())
-        .args([
-            "-nographic",
-            "-monitor",
-            "none",
-            "-serial",
-            "none",
-            "-semihosting-config",
-            "enable=on,target=native",
-            "-kernel",
-        ])
-        .arg(&elf_path)
+        .args(machine.command_line(elf_arg, &[]))
         .arg("-plugin")
         .arg(format!(
             "{},begin={begin:#x},end={end:#x},out={}",

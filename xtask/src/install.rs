@@ -1,32 +1,12 @@
 //! Installs what a fresh machine lacks: rustup targets and components, a nightly with
 //! Miri, and (for the embedded targets) QEMU. Each check is cheap when already present.
+//! The helpers (a quiet check, a loud install, apt-get, rustup targets) and QEMU's
+//! installer are the runner crate's (`qemu_embedded_runner::install`), shared with its
+//! `install-qemu`.
 
+pub use qemu_embedded_runner::install::rustup_targets as targets;
+use qemu_embedded_runner::install::{apt_install, loud, quiet_ok};
 use std::process::{Command, Stdio};
-
-fn quiet_ok(program: &str, args: &[&str]) -> bool {
-    Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false)
-}
-
-fn loud(program: &str, args: &[&str]) -> Result<(), String> {
-    println!("install: {program} {}", args.join(" "));
-    let st = Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .status()
-        .map_err(|e| format!("{program}: {e}"))?;
-    if st.success() {
-        Ok(())
-    } else {
-        Err(format!("`{program} {}` failed ({st})", args.join(" ")))
-    }
-}
 
 /// Host tools: a nightly with Miri, when `miri` is asked for.
 pub fn host_tools(miri: bool) -> Result<(), String> {
@@ -107,26 +87,6 @@ pub fn qemu_dir() -> std::path::PathBuf {
     crate::steps::workspace_root().join(".tools").join("qemu")
 }
 
-/// The rustup targets of the on-target tests.
-pub fn targets(targets: &[&str]) -> Result<(), String> {
-    let out = Command::new("rustup")
-        .args(["target", "list", "--installed"])
-        .output()
-        .map_err(|e| format!("rustup: {e}"))?;
-    let have = String::from_utf8_lossy(&out.stdout).to_string();
-    let missing: Vec<&str> = targets
-        .iter()
-        .copied()
-        .filter(|t| !have.lines().any(|l| l.trim() == *t))
-        .collect();
-    if !missing.is_empty() {
-        let mut args = vec!["target", "add"];
-        args.extend(missing);
-        loud("rustup", &args)?;
-    }
-    Ok(())
-}
-
 /// Makes qemu-system-arm/riscv32/riscv64 available: the runner crate's installer
 /// (`qemu_embedded_runner::install_qemu`), unpacking into this checkout's `.tools/qemu`
 /// when the system's packages cannot be installed cleanly.
@@ -196,33 +156,6 @@ pub fn c_tools(firmware: bool) -> Result<(), String> {
         missing.push("libnewlib-arm-none-eabi");
     }
     apt_install(&missing, "the C API's tests")
-}
-
-/// Installs Debian packages `missing` (none: nothing to do), for `who`.
-fn apt_install(missing: &[&str], who: &str) -> Result<(), String> {
-    if missing.is_empty() {
-        return Ok(());
-    }
-    if !quiet_ok("apt-get", &["--version"]) {
-        return Err(format!(
-            "{who} need {} (no apt-get here: install them with your package manager)",
-            missing.join(" and ")
-        ));
-    }
-    let sudo = !quiet_ok("sh", &["-c", "[ \"$(id -u)\" = 0 ]"]);
-    let mut args: Vec<&str> = Vec::new();
-    let prog = if sudo {
-        args.push("apt-get");
-        "sudo"
-    } else {
-        "apt-get"
-    };
-    let mut update = args.clone();
-    update.extend(["update", "-q"]);
-    loud(prog, &update)?;
-    args.extend(["install", "-y", "-q"]);
-    args.extend(missing);
-    loud(prog, &args)
 }
 
 /// Where herdtools7 is unpacked (git-ignored).
@@ -397,4 +330,15 @@ pub fn llvm_objdump() -> Result<std::path::PathBuf, String> {
     } else {
         Err(format!("no llvm-objdump at {}", tool.display()))
     }
+}
+
+/// cargo-mutants `version`, if cargo has no `mutants` (about two minutes here).
+pub fn cargo_mutants(version: &str) -> Result<(), String> {
+    if quiet_ok("cargo", &["mutants", "--version"]) {
+        return Ok(());
+    }
+    loud(
+        "cargo",
+        &["install", "cargo-mutants", "--locked", "--version", version],
+    )
 }

@@ -38,7 +38,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         .map(String::as_str)
         .filter(|a| *a != "--asym")
         .collect();
-    install()?;
+    crate::install::cargo_mutants(VERSION)?;
     let root = workspace_root();
     let out = root.join("target/mutation");
     let _ = fs::remove_dir_all(&out);
@@ -219,28 +219,6 @@ pub fn run(args: &[String]) -> Result<(), String> {
             "{} surviving mutant(s) neither killed nor listed in mutants-equivalent.md",
             unlisted.len()
         ))
-    }
-}
-
-/// Installs cargo-mutants if it is missing (about two minutes here).
-fn install() -> Result<(), String> {
-    let have = Command::new("cargo")
-        .args(["mutants", "--version"])
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if have {
-        return Ok(());
-    }
-    println!("install: cargo install cargo-mutants --locked --version {VERSION}");
-    let st = Command::new("cargo")
-        .args(["install", "cargo-mutants", "--locked", "--version", VERSION])
-        .status()
-        .map_err(|e| e.to_string())?;
-    if st.success() {
-        Ok(())
-    } else {
-        Err("cargo install cargo-mutants failed".into())
     }
 }
 

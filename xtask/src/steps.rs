@@ -67,6 +67,9 @@ pub struct Run {
     outcomes: Vec<Outcome>,
     /// Where commands run, relative to the workspace root (`""`: the root).
     dir: String,
+    /// List the steps (name, minimum, directory, environment, command) without running
+    /// them: `cargo xtask test --dry-run`.
+    dry: bool,
 }
 
 /// Sums the `test result: ... N passed; M failed` lines of libtest-style output (ours
@@ -112,6 +115,15 @@ impl Run {
             kind,
             outcomes: Vec::new(),
             dir: String::new(),
+            dry: false,
+        }
+    }
+
+    /// A run that prints each step instead of running it (see [`Run::command`]).
+    pub fn dry_run(kind: &'static str) -> Self {
+        Run {
+            dry: true,
+            ..Run::new(kind)
         }
     }
 
@@ -167,6 +179,18 @@ impl Run {
             })
             .collect();
         let log = log_dir().join(format!("{}-{}.log", self.kind, slug.trim_matches('-')));
+        if self.dry {
+            println!("{}", describe(name, expect, &self.dir, program, args, env));
+            self.outcomes.push(Outcome {
+                name: name.to_string(),
+                ok: true,
+                passed: 0,
+                failed: 0,
+                secs: 0.0,
+                log,
+            });
+            return true;
+        }
         print!("{name} ... ");
         let _ = std::io::stdout().flush();
         let start = Instant::now();
@@ -239,6 +263,10 @@ impl Run {
     ) {
         // Its own check below: the failure it must show, not a count of passes.
         self.command(name, Expect::NoTests, "cargo", args, &[], false, false);
+        if self.dry {
+            println!("    must fail, showing {message:?}, failed tests {failed_tests:?}");
+            return;
+        }
         let o = self
             .outcomes
             .last_mut()
@@ -267,6 +295,9 @@ impl Run {
 
     /// Prints `<target>: N passed, M failed` for each embedded target, over its steps.
     pub fn per_target(&self, targets: &[&str]) {
+        if self.dry {
+            return;
+        }
         println!();
         for t in targets {
             let (mut p, mut f) = (0, 0);
@@ -284,6 +315,10 @@ impl Run {
 
     /// Prints the summary; `Err` if any step failed.
     pub fn finish(self) -> Result<(), String> {
+        if self.dry {
+            println!("{} steps", self.outcomes.len());
+            return Ok(());
+        }
         println!("\n==== {} summary ====", self.kind);
         let (mut passed, mut failed, mut bad) = (0, 0, 0);
         for o in &self.outcomes {
@@ -321,6 +356,35 @@ impl Run {
             Err(format!("{bad} step(s) failed"))
         }
     }
+}
+
+/// One line that says all a step is: its name, the tests it must pass, where and with
+/// what environment it runs, and its command.
+fn describe(
+    name: &str,
+    expect: Expect,
+    dir: &str,
+    program: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> String {
+    let min = match expect {
+        Expect::Tests(n) => format!(">= {n} tests"),
+        Expect::NoTests => "no tests".to_string(),
+    };
+    let mut line = format!("{name} [{min}]");
+    if !dir.is_empty() {
+        line += &format!(" in {dir}");
+    }
+    line += ":";
+    for (k, v) in env {
+        line += &format!(" {k}={v:?}");
+    }
+    line += &format!(" {program}");
+    for a in args {
+        line += &format!(" {a:?}");
+    }
+    line
 }
 
 /// Runs `cmd`, merging stdout and stderr into one text; echoes lines if asked.

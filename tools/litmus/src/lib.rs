@@ -1,4 +1,6 @@
-//! `cargo xtask litmus [--bless] [--control]`: the weak-memory suite (`litmus/README.md`).
+//! `cargo xtask litmus [--bless] [--control]`: the weak-memory suite (`litmus/README.md`),
+//! a tool of its own that xtask dispatches to ([`run`]), with the machine's tools
+//! (herd7, llvm-objdump, rustup targets) given by xtask's installer ([`Tools`]).
 //!
 //! 1. Builds the library with `--cfg rcuref_code_probe` for every instruction set we
 //!    ship and reads each fast path's memory instructions and barriers out of the object
@@ -16,14 +18,42 @@
 //! ties the tests to the code can fail.
 
 mod code;
+mod data;
 mod gen;
 mod spec;
 
-use crate::steps::workspace_root;
 use code::{Arch, Extracted, MemOp};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
+
+/// What the suite needs from the machine, installed by its caller.
+pub struct Tools {
+    /// Makes herd7 available (or says how to).
+    pub install_herd: fn() -> Result<(), String>,
+    /// A command that runs herd7 with its models.
+    pub herd7: fn() -> Result<Command, String>,
+    /// Adds the rustup targets of the instruction sets it reads.
+    pub install_targets: fn(&[&str]) -> Result<(), String>,
+    /// The toolchain's llvm-objdump (installed if missing).
+    pub llvm_objdump: fn() -> Result<PathBuf, String>,
+}
+
+static TOOLS: OnceLock<Tools> = OnceLock::new();
+
+fn tools() -> &'static Tools {
+    TOOLS.get().expect("run() sets the tools first")
+}
+
+/// The repository's root (this crate lives in `tools/litmus`).
+pub fn workspace_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .and_then(Path::parent)
+        .expect("tools/litmus lives in the workspace")
+        .to_path_buf()
+}
 
 /// A configuration of the suite: C11 under a model, or an instruction set as a target
 /// compiles to it.
@@ -198,7 +228,7 @@ fn build(mutant: Option<&str>, only: &[&str]) -> Result<BTreeMap<&'static str, P
 fn extract_all(
     rlibs: &BTreeMap<&'static str, PathBuf>,
 ) -> Result<BTreeMap<&'static str, Extracted>, String> {
-    let objdump = crate::install::llvm_objdump()?;
+    let objdump = (tools().llvm_objdump)()?;
     let symbols = probe_symbols()?;
     let mut out = BTreeMap::new();
     for c in CONFIGS.iter().filter(|c| c.arch.is_some()) {
@@ -266,10 +296,28 @@ fn build_ir() -> Result<PathBuf, String> {
         .ok_or_else(|| format!("no rcuref-*.ll in {}", deps.display()))
 }
 
+/// Every weakened twin that `src/code_probe.rs` exports has its abstract form in
+/// `litmus/spec/paths.txt` (the other way round is `check_source_orders`'s "no IR"):
+/// with the orderings compared there, the two spellings of a twin (Rust, compiled for
+/// its instructions; abstract, for the C11 tests) cannot drift apart. (The probe's
+/// 64-bit FileRef paths have no spec, so no tests: they are only shown in `code/`.)
+fn check_probe_in_spec(symbols: &[String]) -> Vec<String> {
+    symbols
+        .iter()
+        .filter_map(|s| Some((s, s.strip_prefix("rcuref_")?)))
+        .filter(|(_, path)| path.starts_with("twin_") && spec::path(path).is_none())
+        .map(|(s, path)| {
+            format!(
+                "source: src/code_probe.rs exports {s}, litmus/spec/paths.txt has no path {path}"
+            )
+        })
+        .collect()
+}
+
 /// The spec's orderings against the source's (the IR): the problems found.
 fn check_source_orders(ir: &BTreeMap<String, Vec<ir::Op>>) -> Vec<String> {
     let mut problems = Vec::new();
-    for (name, _, ops) in spec::PATHS {
+    for (name, _, ops) in spec::paths() {
         let want = ir::of_spec(ops);
         match ir.get(*name) {
             None => problems.push(format!("source: no IR for path {name}")),
@@ -301,7 +349,7 @@ mod ir;
 /// points; returns the problems found.
 fn check_code(cfg: &Config, x: &Extracted) -> Vec<String> {
     let mut problems = Vec::new();
-    for (name, _, ops) in spec::PATHS {
+    for (name, _, ops) in spec::paths() {
         match x.paths.get(*name) {
             Some(elf) => {
                 if let Err(e) = orders::check(cfg, ops, elf) {
@@ -377,7 +425,7 @@ fn generate(
     sigs: Option<&BTreeMap<String, Vec<MemOp>>>,
 ) -> Result<BTreeMap<String, String>, String> {
     let mut files = BTreeMap::new();
-    for t in spec::TESTS {
+    for t in spec::tests() {
         files.insert(gen::file_name(t, None), gen::write(t, None, cfg, sigs)?);
         for tw in t.twins {
             let applies_here = if cfg.arch.is_none() {
@@ -411,7 +459,7 @@ fn herd_config(c: &Config) -> Result<BTreeMap<String, Verdict>, String> {
         let Some((test, twin)) = f.trim_end_matches(".litmus").split_once('+') else {
             return true;
         };
-        spec::TESTS
+        spec::tests()
             .iter()
             .find(|t| t.name == test)
             .and_then(|t| t.twins.iter().find(|tw| tw.name == twin))
@@ -429,7 +477,7 @@ struct Verdict {
 
 /// Runs herd7 on `files` under `model`, from `dir`.
 fn herd(model: &str, dir: &Path, files: &[String]) -> Result<BTreeMap<String, Verdict>, String> {
-    let mut cmd = crate::install::herd7()?;
+    let mut cmd = (tools().herd7)()?;
     let model_path = if model.contains('/') {
         workspace_root().join(model).display().to_string()
     } else {
@@ -483,16 +531,19 @@ fn herd(model: &str, dir: &Path, files: &[String]) -> Result<BTreeMap<String, Ve
     Ok(out)
 }
 
-pub fn run(args: &[String]) -> Result<(), String> {
+/// `cargo xtask litmus [--bless] [--control]`.
+pub fn run(args: &[String], machine: Tools) -> Result<(), String> {
     let bless = args.iter().any(|a| a == "--bless");
     let control = args.iter().any(|a| a == "--control");
-    crate::install::herd()?;
+    let _ = TOOLS.set(machine);
+    spec::load()?;
+    (tools().install_herd)()?;
     let targets: Vec<&str> = CONFIGS
         .iter()
         .filter(|c| c.arch.is_some())
         .map(|c| c.target)
         .collect();
-    crate::install::targets(&targets)?;
+    (tools().install_targets)(&targets)?;
     if control {
         return run_control();
     }
@@ -503,7 +554,8 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let mut passed = 0u64;
     // 0. The spec's orderings against the source's.
     let ir_ops = ir::read(&build_ir()?)?;
-    let problems = check_source_orders(&ir_ops);
+    let mut problems = check_source_orders(&ir_ops);
+    problems.extend(check_probe_in_spec(&probe_symbols()?));
     if problems.is_empty() {
         passed += 1;
     }
@@ -590,7 +642,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     });
     for (c, verdicts) in runs {
         let verdicts = verdicts?;
-        for t in spec::TESTS {
+        for t in spec::tests() {
             let mut controls = 0;
             for (f, twin) in std::iter::once((gen::file_name(t, None), None)).chain(
                 t.twins
@@ -698,7 +750,7 @@ fn run_control() -> Result<(), String> {
         let now = code_text(c, x);
         let files = generate(c, Some(&x.paths))?;
         let test = gen::file_name(
-            spec::TESTS
+            spec::tests()
                 .iter()
                 .find(|t| t.name == "rcu-irq-in-lock-after-store")
                 .unwrap(),
@@ -816,4 +868,39 @@ fn hand_written(
         }
     }
     Ok(counts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_probe_without_its_path_in_the_spec_is_a_problem() {
+        spec::load().unwrap();
+        let known = [
+            "rcuref_path_own_slot",
+            "rcuref_twin_unlock_relaxed",
+            "rcuref_api_read",
+        ]
+        .map(String::from);
+        assert_eq!(check_probe_in_spec(&known), Vec::<String>::new());
+        let p = check_probe_in_spec(&["rcuref_twin_unlock_forgotten".to_string()]);
+        assert_eq!(
+            p,
+            [
+                "source: src/code_probe.rs exports rcuref_twin_unlock_forgotten, \
+              litmus/spec/paths.txt has no path twin_unlock_forgotten"
+            ]
+        );
+    }
+
+    /// Every twin of the committed `src/code_probe.rs` is in the spec.
+    #[test]
+    fn the_committed_probe_is_in_the_spec() {
+        spec::load().unwrap();
+        assert_eq!(
+            check_probe_in_spec(&probe_symbols().unwrap()),
+            Vec::<String>::new()
+        );
+    }
 }

@@ -1,0 +1,186 @@
+//! The host's steps: the plain `cargo test`, loom's models, the release-only tests and
+//! feature-gated aids, the negative controls, the injection tests and the
+//! asymmetric-fence mode.
+
+use crate::steps::{Expect, Run};
+
+/// The library's unit, integration and doc tests (and xtask's, the runner's, the probe's).
+pub fn tests(run: &mut Run) {
+    run.cargo(
+        "host: unit, integration and doc tests",
+        Expect::Tests(HOST_TESTS),
+        &["test"],
+        &[],
+    );
+}
+
+/// The loom models.
+pub fn loom(run: &mut Run) {
+    // Still serial by this flag, not by construction: the models select broken
+    // variants for the whole process (tests/common/loom.rs's must_catch) beside models
+    // of the real code, and do not hold an `Exclusive` (tests/common/exclusive.rs) yet.
+    run.cargo(
+        "host: loom models",
+        Expect::Tests(LOOM_TESTS),
+        &[
+            "test",
+            "--release",
+            "--test",
+            "loom_file_ref",
+            "--test",
+            "loom_rcu",
+            "--test",
+            "loom_pool",
+            "--test",
+            "loom_interrupts",
+            "--test",
+            "loom_call",
+            "--",
+            "--test-threads=1",
+        ],
+        &[
+            ("RUSTFLAGS", "--cfg loom"),
+            ("CARGO_TARGET_DIR", "target/loom"),
+        ],
+    );
+}
+
+/// The release-only tests and the feature-gated aids.
+pub fn release_only(run: &mut Run) {
+    run.cargo(
+        "host: release-only tests and the feature-gated aids (2^32 forgotten clones; pool \
+         statistics; strict grace periods; callbacks queued twice)",
+        Expect::Tests(RELEASE_POOL_TESTS),
+        &[
+            "test",
+            "--release",
+            "--features",
+            "pool-stats,debug-callbacks,strict-grace-periods",
+            "--test",
+            "pool",
+            "--test",
+            "polled",
+            "--test",
+            "call_queue",
+            "--test",
+            "sleeping_review",
+        ],
+        &[],
+    );
+}
+
+/// The negative controls: broken variants the tortures must catch.
+pub fn negative_controls(run: &mut Run) {
+    run.cargo(
+        "host: negative controls (broken variants must be caught)",
+        Expect::Tests(HOST_NEGATIVE_CONTROLS),
+        // On cargo's parallel test threads: each harness of these binaries holds the
+        // binary's one `Exclusive` (tests/common/exclusive.rs) while it runs.
+        &[
+            "test",
+            "--release",
+            "--test",
+            "torture_file_ref",
+            "--test",
+            "torture_rcu",
+            "--test",
+            "torture_pool",
+            "--",
+            "negative_controls",
+        ],
+        &[
+            ("RUSTFLAGS", "--cfg rcuref_mutants"),
+            ("CARGO_TARGET_DIR", "target/mutants"),
+        ],
+    );
+}
+
+/// Preemption, interrupt and panic injection.
+pub fn injection(run: &mut Run) {
+    run.cargo(
+        "host: preemption, interrupt and panic injection (threads stopped anywhere and at \
+         exact points; a handler at every gap of the read side; every callback panicking)",
+        Expect::Tests(INJECTION_TESTS),
+        // Still serial by this flag, not by construction: these select broken variants,
+        // install pause hooks, interrupt points and warning hooks and freeze threads
+        // with one signal, all for the whole process, without an `Exclusive` yet.
+        &[
+            "test",
+            "--release",
+            "--test",
+            "preemption",
+            "--test",
+            "interrupts",
+            "--test",
+            "panic_injection",
+            "--test",
+            "call_queue",
+            "--test",
+            "polled",
+            "--test",
+            "sleeping_review",
+            "--",
+            "--test-threads=1",
+        ],
+        &[
+            ("RUSTFLAGS", "--cfg rcuref_mutants"),
+            ("CARGO_TARGET_DIR", "target/mutants"),
+        ],
+    );
+}
+
+/// The asymmetric-fence mode (membarrier: Linux only).
+#[cfg(target_os = "linux")]
+pub fn asymmetric(run: &mut Run) {
+    run.cargo(
+        "host: asymmetric-fence mode (membarrier), its store-buffering torture, the heavy \
+         fence's placement with two drivers, a panicking heavy fence, and the controls",
+        Expect::Tests(ASYMMETRIC_TESTS),
+        // Still serial by this flag, as the injection step (the same process-wide
+        // variants and hooks), and the heavy-fence counts are the process's.
+        &[
+            "test",
+            "--release",
+            "--features",
+            "membarrier",
+            "--test",
+            "asymmetric",
+            "--test",
+            "heavy_fence_placement",
+            "--test",
+            "panic_injection",
+            "--",
+            "--test-threads=1",
+        ],
+        &[
+            (
+                "RUSTFLAGS",
+                "--cfg rcuref_asymmetric_fence --cfg rcuref_mutants",
+            ),
+            ("CARGO_TARGET_DIR", "target/asym"),
+        ],
+    );
+}
+
+/// `cargo test` over the default members (the library's unit tests, every integration
+/// test of a plain build, the doctests; xtask, the runner, the probe): 157 listed by
+/// `cargo test -- --list`, less the 2^32 pool test, ignored in debug builds.
+const HOST_TESTS: u64 = 156;
+/// loom_file_ref 14, loom_rcu 34, loom_pool 11, loom_interrupts 4, loom_call 9.
+const LOOM_TESTS: u64 = 72;
+/// tests/pool.rs in release: all 8 (the 2^32 one is ignored in debug builds only);
+/// polled 8 (its 6 plain tests, the strict-mode and the queued-twice tests); call_queue's
+/// 9 plain tests, under strict grace periods; sleeping_review 5 (its release and
+/// debug-callbacks tests).
+const RELEASE_POOL_TESTS: u64 = 30;
+/// `negative_controls` of torture_file_ref 3, torture_rcu 1, torture_pool 4 (the real
+/// pool under injected delays, two broken variants, and a control that panics).
+const HOST_NEGATIVE_CONTROLS: u64 = 8;
+/// preemption 14, interrupts 4, panic_injection 16 (its two heavy-fence panics are the
+/// asymmetric build's), call_queue 13 (its 9 plain tests and 4 with broken variants),
+/// polled 8 (6 plain, the old cookie on a 4-bit counter, the token's control),
+/// sleeping_review 6 (3 plain, a wake between the last poll and the sleep, its control,
+/// the every-unlock-wakes control).
+const INJECTION_TESTS: u64 = 61;
+/// asymmetric 10, heavy_fence_placement 20, panic_injection 18.
+const ASYMMETRIC_TESTS: u64 = 48;
