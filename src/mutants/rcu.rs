@@ -5,7 +5,7 @@
 
 use super::domain::Rcu;
 use super::encoding::{half, online, phase, phase_of, reached, MAX_TRIES};
-use super::gp::Registration;
+use super::gp::{enter, record_phase, stepping_in, Driver};
 use super::ops::{self, ReadSide, SlotStore};
 use crate::mutants::Mutant;
 use crate::sync::Fence;
@@ -47,13 +47,13 @@ pub(crate) fn busted_grace_period<const N: usize>(rcu: &Rcu<N>, target: u32) {
 /// found nobody online stores the cookie's target outright, a store decided on a scan
 /// that may be stale by now (completing cookies taken after it). Otherwise `advance`.
 pub(crate) fn advance_idle_fast_path<const N: usize>(rcu: &Rcu<N>, target: u32, patient: bool) {
-    let (mut reg, mut g) = Registration::new(rcu);
+    let (mut driver, mut g) = Driver::new(rcu);
     for _ in 0..MAX_TRIES {
         if reached(g, target) {
             break;
         }
         if g & 1 == 1 {
-            rcu.record_phase(g);
+            record_phase(rcu, g);
         }
         ops::wait_fence();
         if !super::heavy::in_wait_step(rcu, g, patient) {
@@ -75,12 +75,12 @@ pub(crate) fn advance_idle_fast_path<const N: usize>(rcu: &Rcu<N>, target: u32, 
         if g & 1 == 1 && held {
             break;
         }
-        match rcu.step(&mut reg, g) {
+        match driver.step(g) {
             Some(now) => g = now,
             None => break,
         }
     }
-    reg.finish();
+    driver.finish();
 }
 
 /// The try-lock of `Mutant::WriterLock` (one for the process: the tests that select it
@@ -94,22 +94,22 @@ pub(crate) fn advance_writer_lock<const N: usize>(rcu: &Rcu<N>, target: u32, pat
     if OLD_WRITER_LOCK.swap(true, Ordering::Acquire) {
         return;
     }
-    let (mut reg, mut g) = Registration::new(rcu);
+    let (mut driver, mut g) = Driver::new(rcu);
     for _ in 0..MAX_TRIES {
         if reached(g, target) {
             break;
         }
         let moved = if g & 1 == 0 {
-            rcu.flip(&mut reg, g)
+            driver.flip(g)
         } else {
-            rcu.wait_for_phase(&mut reg, g, patient)
+            driver.wait_for_phase(g, patient)
         };
         match moved {
             Some(now) => g = now,
             None => break,
         }
     }
-    reg.finish();
+    driver.finish();
     OLD_WRITER_LOCK.store(false, Ordering::Release);
 }
 
@@ -120,24 +120,24 @@ pub(crate) fn enter_without_recheck<const N: usize>(rcu: &Rcu<N>) -> (usize, u32
     let g = ops::counter_snapshot(&rcu.gp.0);
     let h = half(g);
     pause_point!(GpEnterBeforeRegister);
-    (h, ops::register_in_half(rcu.stepping_in(h), &rcu.gp.0))
+    (h, ops::register_in_half(stepping_in(rcu, h), &rcu.gp.0))
 }
 
 /// `Mutant::StaleSnapshotAfterRegister`: registers again in the half the counter moved
 /// to, but goes on stepping from `g` (the value that told it the counter had moved)
 /// instead of `enter`'s fresh snapshot.
-pub(crate) fn follow_stale<const N: usize>(reg: &mut Registration<'_, N>, g: u32) -> u32 {
+pub(crate) fn follow_stale<const N: usize>(reg: &mut Driver<'_, N>, g: u32) -> u32 {
     if half(g) != reg.half {
-        ops::leave_half(reg.rcu.stepping_in(reg.half));
-        reg.half = reg.rcu.enter().0;
+        ops::leave_half(stepping_in(reg.rcu, reg.half));
+        reg.half = enter(reg.rcu).0;
     }
     g
 }
 
 /// `Mutant::RegistrationLeakedWhenBlocked`: a driver held by a reader registers once
 /// more, a registration nobody ever leaves.
-pub(crate) fn leak_registration<const N: usize>(reg: &Registration<'_, N>) {
-    ops::register_in_half(reg.rcu.stepping_in(reg.half), &reg.rcu.gp.0);
+pub(crate) fn leak_registration<const N: usize>(reg: &Driver<'_, N>) {
+    ops::register_in_half(stepping_in(reg.rcu, reg.half), &reg.rcu.gp.0);
 }
 
 /// `Mutant::LateReset`, **not a bug**: a driver that crossed into a half resets the mark

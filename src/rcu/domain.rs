@@ -1,9 +1,15 @@
-//! The domain: its reader slots, its grace-period words, and how it is made.
+//! The domain: its reader slots and grace-period words, and its whole API in one `impl`
+//! (the read side is in `readers`, the grace-period steps in `gp`).
 
-use super::encoding::{phase, CLAIMED};
+use super::encoding::{mask, phase, CLAIMED, COMPLETED};
+use super::gp::GpCookie;
+use super::ops;
+use super::readers::{At, ContextReader, Guard, PerCpu, ReadToken, Reader};
+use crate::error::Error;
 use crate::pad::Line;
 use crate::sync::AtomicU32;
 use crate::sync::Ordering::{Acquire, Relaxed, Release};
+use core::marker::PhantomData;
 
 /// An RCU domain with `N` reader slots (threads, harts, interrupt priority levels).
 ///
@@ -65,6 +71,232 @@ pub(super) struct ReadMostly {
 }
 
 impl<const N: usize> Rcu<N> {
+    /// The reader of dedicated slot `slot`, for one context: usable in a `static`.
+    ///
+    /// # Safety
+    /// * every `ContextReader` of that slot (there may be copies, and several calls) is
+    ///   used from one context only: one flow of control (one CPU's idle loop, one
+    ///   kernel thread, one interrupt priority level), **plus** the interrupt or trap
+    ///   handlers that preempt that context on the same core. Handlers nest strictly: a
+    ///   handler runs to completion before the code it interrupted resumes, which is
+    ///   what makes the slot's load-then-store exact. Two threads that a scheduler
+    ///   switches between, even on one CPU, do not nest strictly (one can be preempted
+    ///   between its load and its store while the other changes the slot and keeps
+    ///   running): give each its own slot, or make the switch impossible inside a
+    ///   section (a per-CPU reader used with preemption disabled, as the kernel does);
+    /// * a handler that uses it leaves every section it entered before it returns (it
+    ///   holds no guard across its return).
+    ///
+    /// Leaking a guard of a `ContextReader` (`mem::forget`) is safe but never ends: its
+    /// level stays on the slot, the slot stays online, and every later grace period of
+    /// the domain stalls (and every wait through this context is refused with
+    /// [`Error::InReadSection`]). A `Reader`'s drop ends a leaked section; a dedicated
+    /// slot has no owner whose drop could.
+    ///
+    /// Two contexts that could run at the same time on different cores, or a context
+    /// that migrates between cores in the middle of a section, break the slot's
+    /// single-writer protocol: memory safety of the domain's readers then fails.
+    ///
+    /// # Panics
+    /// If `slot` is not one of the domain's dedicated slots (below the count given to
+    /// [`with_dedicated`](Self::with_dedicated)): at compile time in a `static`.
+    pub const unsafe fn context_reader(&self, slot: usize) -> ContextReader<'_, N> {
+        assert!(
+            slot < self.dedicated,
+            "a ContextReader needs a dedicated slot (Rcu::with_dedicated)"
+        );
+        // INVARIANT: the caller promised the contract above.
+        ContextReader {
+            at: At::new(self, slot),
+        }
+    }
+
+    /// The readers of dedicated slots `0..K`, one per CPU (or per interrupt priority
+    /// level), as an array: `readers[i]` is slot `i`'s. Usable in a `static`.
+    ///
+    /// # Safety
+    /// Each element is a [`context_reader`](Self::context_reader) of its slot, with that
+    /// function's contract: element `i` is used only from context `i` and the interrupt
+    /// handlers that preempt it on its core.
+    ///
+    /// # Panics
+    /// If `K` is more than the dedicated slots: at compile time in a `static`.
+    pub const unsafe fn context_readers<const K: usize>(&self) -> [ContextReader<'_, N>; K] {
+        assert!(
+            K <= self.dedicated,
+            "more per-CPU readers than dedicated slots (Rcu::with_dedicated)"
+        );
+        let mut out = [ContextReader {
+            at: At::new(self, 0),
+        }; K];
+        let mut i = 0;
+        while i < K {
+            // INVARIANT: i < K <= dedicated; the caller promised the contract.
+            out[i] = ContextReader {
+                at: At::new(self, i),
+            };
+            i += 1;
+        }
+        out
+    }
+
+    /// The per-CPU readers of dedicated slots `0..K` with a hook that names the calling
+    /// CPU, so that a kernel gets its core's reader with [`PerCpu::current`] and no
+    /// indexing of its own. Usable in a `static`.
+    ///
+    /// # Safety
+    /// As [`context_readers`](Self::context_readers), with `current_cpu` naming the
+    /// context: it returns the index of the CPU it runs on (the same for the whole time
+    /// a section of that CPU's reader is open: no migration inside a section), and each
+    /// CPU's reader is used only by that CPU's code and its interrupt handlers. An index
+    /// of `K` or more is answered with `None`, never with another CPU's reader.
+    ///
+    /// # Panics
+    /// If `K` is more than the dedicated slots: at compile time in a `static`.
+    pub const unsafe fn per_cpu<const K: usize>(
+        &self,
+        current_cpu: fn() -> usize,
+    ) -> PerCpu<'_, N, K> {
+        PerCpu {
+            // SAFETY: the caller promised `context_readers`' contract.
+            readers: unsafe { self.context_readers() },
+            current_cpu,
+        }
+    }
+    /// Claims a reader slot for the calling context (a thread, a hart, an interrupt
+    /// priority level). The slot is freed when the [`Reader`] is dropped.
+    ///
+    /// # Errors
+    /// [`Error::NoFreeSlot`] when all `N` slots are claimed.
+    pub fn reader(&self) -> Result<Reader<'_, N>, Error> {
+        for (i, s) in self.slots.iter().enumerate() {
+            if ops::claim(&s.0) {
+                // INVARIANT: i < N (an index of `slots`); our exchange claimed slot i, so
+                // we are its only writer from now on; it is offline (CLAIMED).
+                // (`word` from the iterator, not `slots[i]`: no bounds check, so no
+                // panic path is compiled into a claim.)
+                return Ok(Reader {
+                    at: At {
+                        rcu: self,
+                        slot: i,
+                        word: &s.0,
+                    },
+                    _not_send: PhantomData,
+                });
+            }
+        }
+        Err(Error::NoFreeSlot)
+    }
+
+    /// Runs `f` in a read section on a slot claimed for the call: for interrupt
+    /// handlers and other short-lived contexts that hold no [`Reader`].
+    ///
+    /// # Errors
+    /// [`Error::NoFreeSlot`] when all `N` slots are claimed; `f` does not run.
+    pub fn with_reader<R>(&self, f: impl FnOnce(&Guard<'_, '_, N>) -> R) -> Result<R, Error> {
+        let reader = self.reader()?;
+        let guard = reader.lock();
+        Ok(f(&guard))
+    }
+
+    /// Feature `strict-grace-periods`: after an outermost unlock, drive the grace period
+    /// as far as the readers allow, so a reclaimer that frees too early (without waiting
+    /// for its grace period) meets its readers' reads soon instead of once in a while.
+    /// One poll: never blocks (in the asymmetric mode it may issue a heavy fence from
+    /// the unlocking context, so that mode's interrupt handlers should not use it).
+    #[cfg(feature = "strict-grace-periods")]
+    #[inline(never)]
+    fn drive_strictly(&self) {
+        let _ = self.get_state().poll();
+    }
+
+    /// Begins a read section that another context may end (Linux's `srcu_down_read`):
+    /// a DMA completion interrupt ending what a thread began, an async task that moves
+    /// between executors. The section holds a slot of its own (claimed as
+    /// [`reader`](Self::reader) does) until [`ReadToken::up_read`] or the token's
+    /// drop, which may run anywhere; grace periods wait for it like any reader. Tokens
+    /// never nest: each is a section of its own.
+    ///
+    /// A blocking wait by the context that holds a token waits for that token's section
+    /// too, for ever: end the token first. (The debug check of feature `std` does not
+    /// see tokens: they may end on another thread.)
+    ///
+    /// # Errors
+    /// [`Error::NoFreeSlot`] when all `N` slots are claimed (nothing begun).
+    pub fn down_read(&self) -> Result<ReadToken<'_, N>, Error> {
+        let reader = self.reader()?;
+        let at = reader.at;
+        core::mem::forget(reader); // INVARIANT: the slot moves to the token
+                                   // Not `At::enter`: the debug section table belongs to the calling thread, and
+                                   // this section may end on another one.
+        ops::lock_outer(at.word(), &self.phase.0.phase);
+        Ok(ReadToken {
+            at,
+            _not_sync: PhantomData,
+        })
+    }
+
+    /// How many unfinished cookies with distinct targets a domain can have at once (3):
+    /// a table of cookies this long, keeping the newest of each target, covers every
+    /// grace period in flight (Linux's `NUM_ACTIVE_RCU_POLL_OLDSTATE`, which is 2 there).
+    /// The targets are the even counter values one to five steps ahead: three while a
+    /// wait is in progress, two otherwise (`tests/polled.rs` counts them on every value
+    /// of a small counter).
+    pub const ACTIVE_COOKIES: usize = super::encoding::ACTIVE_COOKIES;
+
+    /// Takes a cookie that is done once every read section running now has ended
+    /// (Linux's `start_poll_synchronize_rcu`). Never blocks. Call it after unpublishing
+    /// what you will reclaim.
+    ///
+    /// It starts nothing: grace periods here are driven by whoever polls or waits, so
+    /// this is [`get_state`](Self::get_state) under the name Linux callers look for.
+    pub fn start_poll(&self) -> GpCookie<'_, N> {
+        GpCookie {
+            rcu: self,
+            target: super::gp::cookie_target(super::ops::cookie_snapshot(&self.gp.0)),
+        }
+    }
+
+    /// Takes a cookie for the grace period that covers every section running now,
+    /// without starting one (Linux's `get_state_synchronize_rcu`): the same cookie as
+    /// [`start_poll`](Self::start_poll), which starts nothing either.
+    pub fn get_state(&self) -> GpCookie<'_, N> {
+        self.start_poll()
+    }
+
+    /// A cookie that is always done (Linux's `get_completed_synchronize_rcu`): for the
+    /// "nothing to wait for" entries of a table of cookies. Its raw form
+    /// ([`GpCookie::into_raw`]) is `u32::MAX`, which no [`start_poll`](Self::start_poll)
+    /// returns (real targets are even), and it stays done however far the counter goes.
+    pub fn completed(&self) -> GpCookie<'_, N> {
+        GpCookie {
+            rcu: self,
+            target: COMPLETED,
+        }
+    }
+
+    /// A cookie back from [`GpCookie::into_raw`], to keep one in an atomic (an
+    /// interrupt handler's state, say).
+    ///
+    /// **The number must reach this context with happens-before** from the context that
+    /// took the cookie: the same context (or an interrupt handler of the same core), a
+    /// `Release` store and an `Acquire` load of the atomic that carries it, a lock. A
+    /// number read with a relaxed load on another core can meet an older view of the
+    /// counter than the one the cookie was taken at, and such a cookie may be answered
+    /// done before its grace period has ended (`tests/loom_rcu.rs`,
+    /// `a_cookie_moved_without_happens_before_can_be_answered_early`, found by review).
+    ///
+    /// A number that did not come from a cookie of this domain answers about an
+    /// arbitrary point of this domain's grace-period sequence: nothing unsafe follows
+    /// inside this crate, and [`GpCookie::poll`] stays bounded, but the answer means
+    /// nothing to the caller.
+    pub fn cookie_from_raw(&self, raw: u32) -> GpCookie<'_, N> {
+        GpCookie {
+            rcu: self,
+            target: if raw == COMPLETED { raw } else { raw & mask() },
+        }
+    }
+
     /// Installs (or, with `None`, removes) the function that wakes this domain's
     /// sleeping waits: a reader's outermost unlock that finds a wait asleep
     /// ([`Waiting::sleep`](super::Waiting::sleep)) calls it, from the reader's context

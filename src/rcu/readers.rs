@@ -12,175 +12,6 @@ use crate::sync::Ordering::Relaxed;
 use core::marker::PhantomData;
 use core::ops::ControlFlow;
 
-impl<const N: usize> Rcu<N> {
-    /// The reader of dedicated slot `slot`, for one context: usable in a `static`.
-    ///
-    /// # Safety
-    /// * every `ContextReader` of that slot (there may be copies, and several calls) is
-    ///   used from one context only: one flow of control (one CPU's idle loop, one
-    ///   kernel thread, one interrupt priority level), **plus** the interrupt or trap
-    ///   handlers that preempt that context on the same core. Handlers nest strictly: a
-    ///   handler runs to completion before the code it interrupted resumes, which is
-    ///   what makes the slot's load-then-store exact. Two threads that a scheduler
-    ///   switches between, even on one CPU, do not nest strictly (one can be preempted
-    ///   between its load and its store while the other changes the slot and keeps
-    ///   running): give each its own slot, or make the switch impossible inside a
-    ///   section (a per-CPU reader used with preemption disabled, as the kernel does);
-    /// * a handler that uses it leaves every section it entered before it returns (it
-    ///   holds no guard across its return).
-    ///
-    /// Leaking a guard of a `ContextReader` (`mem::forget`) is safe but never ends: its
-    /// level stays on the slot, the slot stays online, and every later grace period of
-    /// the domain stalls (and every wait through this context is refused with
-    /// [`Error::InReadSection`]). A `Reader`'s drop ends a leaked section; a dedicated
-    /// slot has no owner whose drop could.
-    ///
-    /// Two contexts that could run at the same time on different cores, or a context
-    /// that migrates between cores in the middle of a section, break the slot's
-    /// single-writer protocol: memory safety of the domain's readers then fails.
-    ///
-    /// # Panics
-    /// If `slot` is not one of the domain's dedicated slots (below the count given to
-    /// [`with_dedicated`](Self::with_dedicated)): at compile time in a `static`.
-    pub const unsafe fn context_reader(&self, slot: usize) -> ContextReader<'_, N> {
-        assert!(
-            slot < self.dedicated,
-            "a ContextReader needs a dedicated slot (Rcu::with_dedicated)"
-        );
-        // INVARIANT: the caller promised the contract above.
-        ContextReader {
-            at: At::new(self, slot),
-        }
-    }
-
-    /// The readers of dedicated slots `0..K`, one per CPU (or per interrupt priority
-    /// level), as an array: `readers[i]` is slot `i`'s. Usable in a `static`.
-    ///
-    /// # Safety
-    /// Each element is a [`context_reader`](Self::context_reader) of its slot, with that
-    /// function's contract: element `i` is used only from context `i` and the interrupt
-    /// handlers that preempt it on its core.
-    ///
-    /// # Panics
-    /// If `K` is more than the dedicated slots: at compile time in a `static`.
-    pub const unsafe fn context_readers<const K: usize>(&self) -> [ContextReader<'_, N>; K] {
-        assert!(
-            K <= self.dedicated,
-            "more per-CPU readers than dedicated slots (Rcu::with_dedicated)"
-        );
-        let mut out = [ContextReader {
-            at: At::new(self, 0),
-        }; K];
-        let mut i = 0;
-        while i < K {
-            // INVARIANT: i < K <= dedicated; the caller promised the contract.
-            out[i] = ContextReader {
-                at: At::new(self, i),
-            };
-            i += 1;
-        }
-        out
-    }
-
-    /// The per-CPU readers of dedicated slots `0..K` with a hook that names the calling
-    /// CPU, so that a kernel gets its core's reader with [`PerCpu::current`] and no
-    /// indexing of its own. Usable in a `static`.
-    ///
-    /// # Safety
-    /// As [`context_readers`](Self::context_readers), with `current_cpu` naming the
-    /// context: it returns the index of the CPU it runs on (the same for the whole time
-    /// a section of that CPU's reader is open: no migration inside a section), and each
-    /// CPU's reader is used only by that CPU's code and its interrupt handlers. An index
-    /// of `K` or more is answered with `None`, never with another CPU's reader.
-    ///
-    /// # Panics
-    /// If `K` is more than the dedicated slots: at compile time in a `static`.
-    pub const unsafe fn per_cpu<const K: usize>(
-        &self,
-        current_cpu: fn() -> usize,
-    ) -> PerCpu<'_, N, K> {
-        PerCpu {
-            // SAFETY: the caller promised `context_readers`' contract.
-            readers: unsafe { self.context_readers() },
-            current_cpu,
-        }
-    }
-    /// Claims a reader slot for the calling context (a thread, a hart, an interrupt
-    /// priority level). The slot is freed when the [`Reader`] is dropped.
-    ///
-    /// # Errors
-    /// [`Error::NoFreeSlot`] when all `N` slots are claimed.
-    pub fn reader(&self) -> Result<Reader<'_, N>, Error> {
-        for (i, s) in self.slots.iter().enumerate() {
-            if ops::claim(&s.0) {
-                // INVARIANT: i < N (an index of `slots`); our exchange claimed slot i, so
-                // we are its only writer from now on; it is offline (CLAIMED).
-                // (`word` from the iterator, not `slots[i]`: no bounds check, so no
-                // panic path is compiled into a claim.)
-                return Ok(Reader {
-                    at: At {
-                        rcu: self,
-                        slot: i,
-                        word: &s.0,
-                    },
-                    _not_send: PhantomData,
-                });
-            }
-        }
-        Err(Error::NoFreeSlot)
-    }
-
-    /// Runs `f` in a read section on a slot claimed for the call: for interrupt
-    /// handlers and other short-lived contexts that hold no [`Reader`].
-    ///
-    /// # Errors
-    /// [`Error::NoFreeSlot`] when all `N` slots are claimed; `f` does not run.
-    pub fn with_reader<R>(&self, f: impl FnOnce(&Guard<'_, '_, N>) -> R) -> Result<R, Error> {
-        let reader = self.reader()?;
-        let guard = reader.lock();
-        Ok(f(&guard))
-    }
-}
-
-impl<const N: usize> Rcu<N> {
-    /// Feature `strict-grace-periods`: after an outermost unlock, drive the grace period
-    /// as far as the readers allow, so a reclaimer that frees too early (without waiting
-    /// for its grace period) meets its readers' reads soon instead of once in a while.
-    /// One poll: never blocks (in the asymmetric mode it may issue a heavy fence from
-    /// the unlocking context, so that mode's interrupt handlers should not use it).
-    #[cfg(feature = "strict-grace-periods")]
-    #[inline(never)]
-    fn drive_strictly(&self) {
-        let _ = self.get_state().poll();
-    }
-
-    /// Begins a read section that another context may end (Linux's `srcu_down_read`):
-    /// a DMA completion interrupt ending what a thread began, an async task that moves
-    /// between executors. The section holds a slot of its own (claimed as
-    /// [`reader`](Self::reader) does) until [`ReadToken::up_read`] or the token's
-    /// drop, which may run anywhere; grace periods wait for it like any reader. Tokens
-    /// never nest: each is a section of its own.
-    ///
-    /// A blocking wait by the context that holds a token waits for that token's section
-    /// too, for ever: end the token first. (The debug check of feature `std` does not
-    /// see tokens: they may end on another thread.)
-    ///
-    /// # Errors
-    /// [`Error::NoFreeSlot`] when all `N` slots are claimed (nothing begun).
-    pub fn down_read(&self) -> Result<ReadToken<'_, N>, Error> {
-        let reader = self.reader()?;
-        let at = reader.at;
-        core::mem::forget(reader); // INVARIANT: the slot moves to the token
-                                   // Not `At::enter`: the debug section table belongs to the calling thread, and
-                                   // this section may end on another one.
-        ops::lock_outer(at.word(), &self.phase.0.phase);
-        Ok(ReadToken {
-            at,
-            _not_sync: PhantomData,
-        })
-    }
-}
-
 /// A read section begun by [`Rcu::down_read`] that any context may end: `Send`, not
 /// `Clone`, ended once by [`up_read`](Self::up_read) or by its drop (Linux's
 /// `srcu_up_read`).
@@ -196,10 +27,10 @@ pub struct ReadToken<'d, const N: usize> {
     // section on it; the token's holder is the slot's only writer until its drop ends
     // the section and frees the slot. (Moving the token to another context moves that
     // role, with the happens-before of the move.)
-    at: At<'d, N>,
+    pub(super) at: At<'d, N>,
     /// `Send` (the section moves with it) but not `Sync`: two contexts locking through
     /// one `&ReadToken` at once would both write the slot.
-    _not_sync: PhantomData<core::cell::Cell<()>>,
+    pub(super) _not_sync: PhantomData<core::cell::Cell<()>>,
 }
 
 impl<'d, const N: usize> ReadToken<'d, N> {
@@ -259,8 +90,8 @@ impl<const N: usize> core::fmt::Debug for ReadToken<'_, N> {
 /// [`ContextReader`] or [`Rcu::with_reader`].
 pub struct Reader<'d, const N: usize> {
     // INVARIANT: `at.slot < N`, and `self` claimed that slot, so it is its only writer.
-    at: At<'d, N>,
-    _not_send: PhantomData<*mut ()>,
+    pub(super) at: At<'d, N>,
+    pub(super) _not_send: PhantomData<*mut ()>,
 }
 
 impl<'d, const N: usize> Reader<'d, N> {
@@ -389,7 +220,7 @@ pub struct ContextReader<'d, const N: usize> {
     // INVARIANT: `at.slot` is one of the domain's dedicated slots, and the creator
     // promised `Rcu::context_reader`'s contract: it is only used from one context and
     // the interrupt handlers that preempt that context on its core.
-    at: At<'d, N>,
+    pub(super) at: At<'d, N>,
 }
 
 // SAFETY: by the creator's promise (`Rcu::context_reader`) the slot is only written from
@@ -552,13 +383,13 @@ pub struct At<'d, const N: usize> {
     // load (no index arithmetic in lock and unlock).
     pub(super) rcu: &'d Rcu<N>,
     pub(super) slot: usize,
-    word: &'d AtomicU32,
+    pub(super) word: &'d AtomicU32,
 }
 
 impl<'d, const N: usize> At<'d, N> {
     /// Slot `slot` of `rcu` (panics if it is not one: callers pass an index below `N`).
     #[inline]
-    const fn new(rcu: &'d Rcu<N>, slot: usize) -> Self {
+    pub(super) const fn new(rcu: &'d Rcu<N>, slot: usize) -> Self {
         At {
             rcu,
             slot,
@@ -568,7 +399,7 @@ impl<'d, const N: usize> At<'d, N> {
 
     /// The slot word.
     #[inline(always)]
-    fn word(&self) -> &'d AtomicU32 {
+    pub(super) fn word(&self) -> &'d AtomicU32 {
         self.word
     }
 
@@ -675,8 +506,8 @@ impl<'d, const N: usize> At<'d, N> {
 pub struct PerCpu<'d, const N: usize, const K: usize> {
     // INVARIANT: `readers[i]` is dedicated slot `i`, and by the creator's promise
     // `current_cpu` names the CPU whose context runs it.
-    readers: [ContextReader<'d, N>; K],
-    current_cpu: fn() -> usize,
+    pub(super) readers: [ContextReader<'d, N>; K],
+    pub(super) current_cpu: fn() -> usize,
 }
 
 impl<'d, const N: usize, const K: usize> PerCpu<'d, N, K> {
