@@ -101,6 +101,41 @@ pub(crate) fn build_lib(target: Option<&str>) -> Result<(), String> {
     run(&mut c).map(|_| ())
 }
 
+/// Fails if the archive's `rcuref_ffi` objects (the C API and the library code
+/// instantiated for it) name a `core::panicking` function: a bounds check or an assert
+/// that a caller might reach would link core's panic formatting into every C binary
+/// (5.7 KB on Cortex-M before they were taken out) and abort where C expects a code.
+fn no_panic_path(archive: &Path) -> Result<(), String> {
+    use object::{Object, ObjectSymbol};
+    let data = std::fs::read(archive).map_err(|e| format!("{}: {e}", archive.display()))?;
+    let ar = object::read::archive::ArchiveFile::parse(&*data).map_err(|e| e.to_string())?;
+    let mut found = Vec::new();
+    let mut members = 0;
+    for m in ar.members() {
+        let m = m.map_err(|e| e.to_string())?;
+        let name = String::from_utf8_lossy(m.name()).into_owned();
+        if !name.starts_with("rcuref_ffi") || !name.ends_with(".o") {
+            continue;
+        }
+        members += 1;
+        let obj = object::File::parse(m.data(&*data).map_err(|e| e.to_string())?)
+            .map_err(|e| format!("{name}: {e}"))?;
+        for sym in obj.symbols().filter(|s| s.is_undefined()) {
+            let n = sym.name().unwrap_or("");
+            if n.contains("panicking") || n.contains("panic_fmt") {
+                found.push(n.to_owned());
+            }
+        }
+    }
+    found.sort();
+    found.dedup();
+    match (members, found.is_empty()) {
+        (0, _) => Err("no rcuref_ffi object in the archive".into()),
+        (_, true) => Ok(()),
+        _ => Err(format!("panic paths: {}", found.join(", "))),
+    }
+}
+
 /// The target directory of the host archive with the feature `debug-objects`: its own,
 /// so the plain archive in `target/ffi/` that the other checks link stays plain.
 const DEBUG_OBJECTS_TARGET: &str = "target/ffi-debug-objects";
@@ -467,6 +502,12 @@ pub fn check(targets: &[&str], host_only: bool) -> Result<(), String> {
             &format!("static library: {target}"),
             build_lib(Some(target)),
         );
+        if !target.contains("linux") {
+            t.check(
+                &format!("static library: {target}: no panic path in rcuref_ffi's code"),
+                no_panic_path(&root.join(format!("target/{target}/ffi/librcuref_ffi.a"))),
+            );
+        }
     }
     let bin = root.join("target/ffi-tests");
     std::fs::create_dir_all(&bin).map_err(|e| e.to_string())?;
