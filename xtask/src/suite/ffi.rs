@@ -25,12 +25,12 @@ pub fn suite(run: &mut Run, host_only: bool) {
 }
 
 /// `cargo xtask ffi --host-only`'s checks: header, the C page's copy, the host library,
-/// (3), a static library per embedded target (7), api.c,
+/// (3), a static library per embedded target and its check for panic paths (14), api.c,
 /// ceiling.c, sleep.c and its control (2), the two C tortures and their two controls,
 /// ctx_close_signal.c and its control (2), two under TSan, the example under ASan (11),
 /// debug_objects.c on the debug-objects archive and its control on the plain one (2),
 /// the header as C++ alone and on either side of the standard headers (3).
-const FFI_CHECKS_HOST: u64 = 28;
+const FFI_CHECKS_HOST: u64 = 35;
 /// With QEMU: the C firmware and its broken control on each of its two targets (4), the
 /// FreeRTOS example, its broken control and its no-wake control on mps2-an385 and
 /// mps2-an386 (6), and the C page's example built with each of the six embedded C
