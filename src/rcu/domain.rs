@@ -128,7 +128,8 @@ impl<const N: usize> Rcu<N> {
     pub(super) fn call_wake_hook(&self) {
         // Take the announcement back first: only one unlock calls the hook for it
         // (the others, and the unlocks of sections the hook itself runs, find 0: a
-        // hook that reads the domain does not re-enter itself; the review's finding 1).
+        // hook that reads the domain does not re-enter itself,
+        // `a_wake_hook_that_reads_its_domain_runs_once`).
         if self.phase.0.sleepers.swap(0, Acquire) == 0 {
             return;
         }

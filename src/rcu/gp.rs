@@ -62,7 +62,7 @@ impl<const N: usize> Rcu<N> {
     /// number read with a relaxed load on another core can meet an older view of the
     /// counter than the one the cookie was taken at, and such a cookie may be answered
     /// done before its grace period has ended (`tests/loom_rcu.rs`,
-    /// `a_cookie_moved_without_happens_before_can_be_answered_early`, found by review).
+    /// `a_cookie_moved_without_happens_before_can_be_answered_early`).
     ///
     /// A number that did not come from a cookie of this domain answers about an
     /// arbitrary point of this domain's grace-period sequence: nothing unsafe follows
