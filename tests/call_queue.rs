@@ -53,7 +53,7 @@ fn a_budget_bounds_the_work_of_one_run() {
     assert_eq!(got, [0, 1, 2, 3, 4]);
 }
 
-/// The review's finding 2's first half: runs with a budget of one always began at place
+/// Budgeted runs must not starve a place: runs with a budget of one always began at place
 /// 0, so a stream of callbacks through it starved a due callback in place 1 (for 2^31
 /// calls, until a barrier's sign test took it for new). Runs now go round the places.
 #[test]
@@ -338,10 +338,11 @@ mod controls {
         assert!(caught, "the torture did not catch busted grace periods");
     }
 
-    /// The C API's review finding, in the library: a callback whose cookie aged a whole
-    /// lap of a 4-bit counter reads "not done" again. With a reader that enters its
-    /// section after the barrier's grace period (from the callback run before it), a
-    /// barrier that asks cookies waits for it for ever; ours numbers its callbacks.
+    /// A barrier must not trust cookies (`Mutant::CallBarrierTrustsCookies`): a callback
+    /// whose cookie aged a whole lap of a 4-bit counter reads "not done" again. With a
+    /// reader that enters its section after the barrier's grace period (from the callback
+    /// run before it), a barrier that asks cookies waits for it for ever; ours numbers its
+    /// callbacks.
     fn aged_cookie(x: &Exclusive) -> Result<usize, Error> {
         let _ = x;
         set_gp_bits(4);

@@ -114,7 +114,7 @@ fn transient_states_keep_their_zone() {
     cases::no_resurrection_64(FileRef64::from_raw_verbatim, n(200_000));
 }
 
-/// The second review's finding 4, as it was: with `from_raw` keeping zone edges
+/// The control of the zone edges: with `from_raw` keeping zone edges
 /// verbatim, the zone matrix of counts at rest fails (one get makes a saturated count
 /// dead, one put makes it live, a stored NOREF is revived). The matrix must catch it.
 #[cfg(rcuref_mutants)]

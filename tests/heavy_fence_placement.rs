@@ -6,7 +6,7 @@
 //! The correctness argument (`src/rcu/heavy.rs`, module docs) needs, before every
 //! scan of a wait, a heavy fence begun after the counter reached that wait and returned
 //! before the scan: its own context's, or another driver's that it learnt of through
-//! the domain's `fenced` word ("One fence per wait"). One driver cannot tell that from a
+//! the domain's `returned` mark ("One fence per wait"). One driver cannot tell that from a
 //! fence issued by whoever flipped the counter to the wait: a second driver can scan a
 //! wait it did not flip. Here one driver is held inside its heavy fence while another
 //! drives grace periods, or held after a scan while another moves the counter onto a

@@ -8,7 +8,7 @@
 //! checks after it returns that the section it interrupted still protects what that
 //! section reads. The interrupt must fire at its gap in every round; an interrupt point
 //! adds no barrier of its own (relaxed loads and a store). The reordering behind the
-//! second review's finding 1 (a nested lock without a fence) is store buffering, which
+//! missing fence of a nested lock (`Mutant::NestedWithoutFence`) is store buffering, which
 //! x86 allows, but its window is a few nanoseconds against a writer that scans every
 //! few hundred: this test does not reach it. The loom models
 //! (`tests/loom_interrupts.rs`) and the litmus suite (`litmus/`) catch that one. What

@@ -119,12 +119,12 @@ fn callback_after_the_readers() {
     });
 }
 
-/// The hostile review's finding 1: callback X (number 0) is queued before a barrier;
-/// another context runs X (which writes `effect`), frees its place and queues Y, which
-/// takes the same place and number 1. A barrier that reads Y's number in X's place
+/// A barrier that meets a later callback's number: callback X (number 0) is queued before a
+/// barrier; another context runs X (which writes `effect`), frees its place and queues Y,
+/// which takes the same place and number 1. A barrier that reads Y's number in X's place
 /// ("not one of mine") returns: it must still see X's write (the number is stored with
-/// Release and read with Acquire; relaxed, reading `effect` after the barrier races
-/// with X's write).
+/// Release and read with Acquire; relaxed, reading `effect` after the barrier races with
+/// X's write).
 fn barrier_meets_the_next_callbacks_number() {
     model(3, || {
         let rcu: &'static Rcu<2> = Box::leak(Box::new(Rcu::new()));

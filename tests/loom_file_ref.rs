@@ -290,7 +290,7 @@ fn catches_relaxed_get() {
     must_catch(Mutant::GetRelaxed, publish);
 }
 
-/// The second review's finding 4, racing: two gets on a count made with
+/// Zone edges of `from_raw`, racing: two gets on a count made with
 /// `from_raw(NOREF - 1)` (a dead value, `is_dead()` says so). With `from_raw` keeping the
 /// edge, the first get lands on NOREF and, before its repair, the second lands on ONEREF
 /// and succeeds: a dead count revived. `from_raw` stores it as DEAD, so neither can.

@@ -8,8 +8,8 @@
 //!
 //! Two readers are modelled: a `ContextReader` whose handler nests on the same slot (the
 //! documented pattern: handlers of a CPU nest on its reader), and `Rcu::with_reader`, whose
-//! handler claims a slot of its own. Every gap of each is modelled and must pass; the
-//! second review's finding 1 (`Mutant::NestedWithoutFence`: a nested lock without a
+//! handler claims a slot of its own. Every gap of each is modelled and must pass; a
+//! handler's missing fence (`Mutant::NestedWithoutFence`: a nested lock without a
 //! fence, interrupting between the outermost lock's store and its fence) must be caught,
 //! and so must a handler whose unlock ends the section it interrupted
 //! (`Mutant::NestingIgnored`). Run with
@@ -180,7 +180,7 @@ fn nested_between_store_and_fence() {
     interrupted_at(Reader::Context, Gap::LockAfterStore);
 }
 
-/// The second review's finding 1: without a fence of its own, a handler that nests
+/// A nested lock needs its own fence: without it, a handler that nests
 /// between the outermost lock's store and its fence reads what the writer frees.
 #[test]
 fn catches_a_nested_lock_without_its_fence() {

@@ -199,7 +199,7 @@ fn polled_grace_period_two_drivers() {
     polled_grace_period_with(true);
 }
 
-/// Item 1 of the soundness review, two drivers: a poller runs one grace period for
+/// Two drivers: a poller runs one grace period for
 /// its own cookie while a writer unpublishes the buffer a reader is reading, takes a
 /// cookie and reclaims if that cookie is done. No step one driver takes may complete
 /// the other's grace period early (the old idle fast path did: its scan saw the
@@ -289,8 +289,8 @@ fn blocking_and_polling_writers() {
 /// gives its slot up and reads through `Rcu::with_reader`, which claims one again), while a
 /// writer unpublishes what the first section read and reclaims after a cookie. A scan
 /// that reads the second section's slot value must still order the first section's
-/// read before the reclaim. (Found by a hostile review: with a relaxed store on entry,
-/// nothing did.)
+/// read before the reclaim. (With a relaxed store on entry, nothing did:
+/// `Mutant::RelaxedLockStore`.)
 fn reader_reenters_with(via_rcu_read: bool) {
     model(3, move || {
         let w = World::new();
@@ -487,8 +487,8 @@ fn catches_a_cookie_that_counts_the_wait_in_progress() {
     );
 }
 
-/// The bug the hostile review found, reproduced as a broken variant: the old idle fast
-/// path must be caught by the two-driver model.
+/// The old idle fast path, which completed another driver's grace period early, as a
+/// broken variant: the two-driver model must catch it.
 #[test]
 fn catches_the_stale_idle_fast_path() {
     must_catch(Mutant::StaleFastPath, poller_and_writer_drive_at_once);
@@ -668,7 +668,7 @@ fn a_cookie_moved_with_release_and_acquire_is_answered_in_time() {
     cookie_through_a_mailbox(Ordering::Release, Ordering::Acquire);
 }
 
-/// Why the docs require it (found by review): moved with relaxed accesses, the other
+/// Why the docs require it: moved with relaxed accesses, the other
 /// context can read a counter older than the cookie's and be told done at once.
 #[test]
 fn a_cookie_moved_without_happens_before_can_be_answered_early() {

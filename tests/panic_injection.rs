@@ -8,8 +8,8 @@
 //!
 //! Built with `--cfg rcuref_mutants` (the 3-bit counter, the broken variants); `cargo
 //! xtask test` runs it in the negative-controls step, and again in the asymmetric-fence
-//! build, where the heavy fence panics too. Each finding of the second review has a
-//! broken variant here that must be caught: a panicking heavy fence that leaves its
+//! build, where the heavy fence panics too. Each way a panic once broke the library has
+//! a broken variant here that must be caught: a panicking heavy fence that leaves its
 //! driver registered (`RegistrationKeptOnPanic`), a queue dropped with pending values
 //! (`QueueDropsPending`), a value dropped when a callback panics while it is being
 //! deferred (`DeferDropsOnPanic`).
@@ -574,7 +574,7 @@ mod heavy {
     rcuref::set_heavy_fence!(PanicsOnce);
 }
 
-/// The second review's finding 2: a heavy fence that panics at its `k`-th call of a
+/// The lap guard across a panic: a heavy fence that panics at its `k`-th call of a
 /// grace period (at the first wait or the second), then several laps: with the registration left behind, no grace period
 /// ends once the counter reaches the end of the other half.
 #[cfg(rcuref_asymmetric_fence)]
@@ -658,8 +658,8 @@ fn barrier_after_a_lap() -> usize {
     released
 }
 
-/// The hostile review's finding in the C API's `rcu_barrier`, which `DeferQueue::barrier`
-/// shared: it trusted each value's cookie, and one aged a lap stopped it short.
+/// A barrier must not trust a cookie aged by a lap of the counter: the C API's
+/// `rcu_barrier` and `DeferQueue::barrier` once did, and one such value stopped it short.
 #[test]
 fn barrier_releases_a_value_queued_for_a_whole_lap() {
     let _s = Setup::new(Mutant::None);

@@ -39,7 +39,7 @@ fn handles_share_only_what_t_allows() {
     send_sync::<rcuref::pool::PoolCell<'static, u32, 4>>();
 }
 
-/// Item 3 of the soundness review, through the public API: `mem::forget` of 2^32 - 1
+/// A wrapped count, through the public API: `mem::forget` of 2^32 - 1
 /// clones of a handle (safe code) used to walk the count through the saturation and
 /// dead zones round to NOREF; one more clone made it "one reference", so dropping one
 /// of two live handles destroyed the object and the slot was handed out again. Saturation is sticky now: the object is pinned

@@ -6,7 +6,8 @@
 //!   grace-period drivers and of pool allocation, run in every `cargo test` on Linux;
 //!   under `--cfg rcuref_mutants` each also runs against the broken variant it must catch.
 //! * **exact points** (mutant builds only: the library's pause hooks): the stop lands
-//!   precisely in the window each bug of the hostile review needed, so each scenario is
+//!   precisely in the window each bug needs (the old free list's ABA, the grace-period
+//!   try-lock's priority inversion, the lap guard's races), so each scenario is
 //!   deterministic; each runs against the real code (must pass) and its broken variant
 //!   (must fail).
 #![cfg(all(target_os = "linux", not(miri)))]
@@ -641,10 +642,10 @@ mod exact_points {
         );
     }
 
-    /// Free-list ABA (the first review found it in the tagged free list), on the claim flags: an allocator stops after seeing slot 0
-    /// free and before claiming it, while another context allocates and frees that slot
-    /// 65536 times (one full tag period of the old 16-bit tag) and then keeps it. The
-    /// stopped allocator must not get the same slot.
+    /// Free-list ABA (which broke the old tagged free list), on the claim flags: an
+    /// allocator stops after seeing slot 0 free and before claiming it, while another
+    /// context allocates and frees that slot 65536 times (one full tag period of the old
+    /// 16-bit tag) and then keeps it. The stopped allocator must not get the same slot.
     fn allocator_stopped_mid_claim() -> bool {
         let pool: &'static Pool<AtomicU64, 4> = Box::leak(Box::new(Pool::new()));
         prepare_stop();

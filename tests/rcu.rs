@@ -365,7 +365,7 @@ fn guards_and_readers_are_not_send() {
 /// machine's): a reader leaves a section that read the published value and at once
 /// enters a new one, while a writer replaces the value and reclaims it as soon as its
 /// cookie is done. The reclaim must be ordered after the first section's read; with a
-/// relaxed store on entry it was not (Miri: a data race; found by a hostile review).
+/// relaxed store on entry it was not (Miri: a data race).
 #[test]
 fn a_reader_reentering_its_section_keeps_reclamation_ordered() {
     use rcuref::rcu::{Rcu, RcuCell};

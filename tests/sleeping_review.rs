@@ -1,11 +1,14 @@
-//! Regressions from the review of the sleeping waits and the debug keys: the failures it
-//! demonstrated on b959386 (each failed there), kept as tests.
+//! Regressions of the sleeping waits and the debug keys, each a failure the code once
+//! had, kept as a test: a wake hook that reads its domain re-entering itself, a wake lost
+//! between the last poll and the sleep, a callback refused its own key, a barrier
+//! spinning while a callback runs elsewhere.
 //!
-//! Commands (see the report):
-//! * `cargo test --test review28 --features debug-callbacks` (1, 3)
-//! * `RUSTFLAGS="--cfg rcuref_mutants" cargo test --test review28 --features debug-callbacks` (1, 2, 3)
-//! * the same with `--cfg rcuref_asymmetric_fence` and feature `membarrier` (2 in the
-//!   mode that claims no wake-up is ever missed)
+//! Commands:
+//! * `cargo test --test sleeping_review --features debug-callbacks`
+//! * `RUSTFLAGS="--cfg rcuref_mutants" cargo test --test sleeping_review --features
+//!   debug-callbacks` (adds the lost wake, at an exact point)
+//! * the same with `--cfg rcuref_asymmetric_fence` and feature `membarrier` (the lost
+//!   wake in the mode that claims no wake-up is ever missed)
 
 #[cfg(rcuref_asymmetric_fence)]
 rcuref::set_heavy_fence!(rcuref::rcu::heavy::Membarrier);

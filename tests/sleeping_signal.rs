@@ -1,9 +1,9 @@
-//! The review of the sleeping waits, finding 4: `std_sleeping` installs `std_wake` as the
+//! A signal handler's reader against `std_wake`: `std_sleeping` installs `std_wake` as the
 //! domain's wake hook, and any outermost unlock with a wait asleep calls it, a signal
 //! handler's too (the crate's hosted stand-in for an interrupt handler, `ContextReader`'s
 //! documented use). `std_wake` took a process-wide mutex, and a handler that interrupted
-//! its thread inside it relocked the mutex its thread held: deadlock (it failed on
-//! b959386). `std_wake` now never blocks.
+//! its thread inside it relocked the mutex its thread held: deadlock. `std_wake` now
+//! never blocks.
 #![cfg(target_os = "linux")]
 
 use rcuref::rcu::{std_sleeping, Rcu};

@@ -94,8 +94,8 @@
 //!
 //! A count made with [`from_raw`](FileRef32::from_raw) starts at the middle of its zone
 //! whatever edge value it is given (a valid value is kept as it is), so the bound above
-//! holds from the first operation (the second review's finding 4: `from_raw(RELEASED -
-//! 1)` used to die on one get, `from_raw(MAXREF + 1)` to come back to life on one put).
+//! holds from the first operation (a count kept at the edge it was given would die on
+//! one get from `RELEASED - 1`, or come back to life on one put from `MAXREF + 1`).
 //!
 //! # Memory ordering
 //!

@@ -106,7 +106,8 @@ pub(crate) const fn raw_for(refs: u64, maxref: u64, saturated: u64, dead: u64) -
 /// valid zone as it is, any value of the saturation zone as SATURATED, any value of the
 /// dead zone (NOREF included) as DEAD. Every zone's edge is then at least 2^29 adds (on
 /// 32 bits) away, so one add, or one put, can never carry the count into the next zone
-/// (the second review's finding 4). NOREF means "a put is finishing": a count made from
+/// (`negative_control_verbatim_from_raw_breaks_the_zones` shows what edges kept verbatim
+/// do). NOREF means "a put is finishing": a count made from
 /// it has no put that will finish, so it is dead.
 pub(crate) const fn normalized(
     raw: u64,
@@ -428,8 +429,9 @@ macro_rules! zoned_ref {
             }
             }
 
-            /// A count holding exactly `raw`, zone edges included: `from_raw` before the
-            /// second review's finding 4, kept for the tests that must catch it.
+            /// A count holding exactly `raw`, zone edges included: `from_raw` without its
+            /// normalisation, kept for the negative controls that must catch one get or
+            /// put carrying such a count into the next zone.
             #[cfg(rcuref_hooks)]
             #[doc(hidden)]
             #[must_use]

@@ -124,7 +124,7 @@ mutants! {
     /// only a compiler fence) may announce themselves too late.
     SkipHeavyFence,
     /// RCU, asymmetric mode, **not a bug**: every scan issues a heavy fence of its own
-    /// (the old design), none shared through `fenced`. Only slower: the fence-count test
+    /// (the old design), none shared through `returned`. Only slower: the fence-count test
     /// must see it.
     HeavyFenceEveryScan,
     /// RCU, asymmetric mode, **not a bug**: a blocking wait that finds another driver's
@@ -152,8 +152,8 @@ mutants! {
     CallRelaxedScan,
     /// `CallQueue`: a barrier's pass reads the queue's count (like the places' numbers)
     /// with `Relaxed`, so a barrier that reads the number of a later callback in a
-    /// place its callback left need not see that callback's effects (the review's
-    /// finding 1).
+    /// place its callback left need not see that callback's effects (loom:
+    /// `catches_relaxed_numbers`).
     CallRelaxedNumber,
     /// Sleeping waits, **not a bug**: every outermost unlock with a wait asleep wakes it,
     /// even one whose section began after the wait's flip (the first version). Only
@@ -228,21 +228,21 @@ mutants! {
     /// that unpublishes the old value: a grace period that began before the unpublish
     /// (another driver's) can end while a reader that loaded the old value is inside.
     CookieBeforeUnpublish,
-    /// RCU: a `ContextReader`'s nested lock has no fence, as before the second review's
-    /// finding 1: a handler that interrupts the outermost lock between its slot store
-    /// and its fence runs its whole section before the announcement is ordered before
-    /// its loads (memory unsafety on multi-core RISC-V, and on AArch64 with LDAPR).
+    /// RCU: a `ContextReader`'s nested lock has no fence of its own: a handler that
+    /// interrupts the outermost lock between its slot store and its fence runs its whole
+    /// section before the announcement is ordered before its loads (memory unsafety on
+    /// multi-core RISC-V, and on AArch64 with LDAPR).
     NestedWithoutFence,
     /// RCU: a driver whose step is left by a panic (a heavy fence that panics) stays
-    /// registered for the lap guard, as before the second review's finding 2: once the
-    /// counter reaches the end of the other half, no grace period ends again.
+    /// registered for the lap guard: once the counter reaches the end of the other half,
+    /// no grace period ends again.
     RegistrationKeptOnPanic,
     /// RCU: dropping a `DeferQueue` drops the values still waiting for their grace
-    /// period, as before the second review's finding 3 (the queue had no `Drop`).
+    /// period (as a queue without a `Drop` of its own would).
     QueueDropsPending,
     /// RCU: `defer_or_wait` and `defer_async` hold the value being deferred as a plain
     /// local while user code runs (a `reclaim` of older values), so a panic there drops
-    /// it before its grace period (the second review's finding 3).
+    /// it before its grace period.
     DeferDropsOnPanic,
     }
 }
@@ -374,7 +374,7 @@ mod hooks {
         /// Outermost lock: the phase word has been read, the slot not yet stored.
         LockAfterPhase,
         /// Outermost lock: the slot announces the section; its fence has not run (the gap
-        /// of the second review's finding 1).
+        /// where a nesting handler needs a fence of its own: `Mutant::NestedWithoutFence`).
         LockAfterStore,
         /// Outermost lock: done (store and fence); the section's own loads come next.
         LockAfterFence,

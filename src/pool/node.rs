@@ -200,7 +200,7 @@ impl core::fmt::Debug for Node {
 /// does). The re-check compares addresses: if an object's last reference is put while a
 /// location still names it, its node may be freed and reused for another object at the
 /// same address, and a lookup of that location returns the new object, which nobody
-/// stored there (the review's finding 3). Code that cannot keep that rule must re-check
+/// stored there. Code that cannot keep that rule must re-check
 /// the object's identity (a key) itself.
 ///
 /// # Errors

@@ -28,11 +28,11 @@
 //! the grace period has ended all of them are due, whatever their cookies say. It does
 //! not ask their cookies: a cookie left queued for a whole lap of the grace-period
 //! counter reads "not done" again for a few steps, and a barrier that trusted it
-//! returned with the callback still queued (the ffi review's finding;
-//! `Mutant::CallBarrierTrustsCookies` brings it back, `tests/call_queue.rs` catches it
-//! on a 4-bit counter). A place being filled or run elsewhere still counts for the
-//! barrier (its number may be older than the one the place shows: the barrier waits
-//! for it, it never skips it; litmus `call-barrier-sees-the-claim`).
+//! returned with the callback still queued (`Mutant::CallBarrierTrustsCookies` brings
+//! it back, `tests/call_queue.rs` catches it on a 4-bit counter). A place being filled
+//! or run elsewhere still counts for the barrier (its number may be older than the one
+//! the place shows: the barrier waits for it, it never skips it; litmus
+//! `call-barrier-sees-the-claim`).
 //!
 //! # Interrupts and preemption
 //!
@@ -148,7 +148,7 @@ unsafe impl<C: Send, const M: usize, const N: usize> Send for CallQueue<'_, C, M
 /// queue's count is `now` (read after `limit`): the numbers taken since are exactly
 /// `limit..now` (wrapping), so any other number is older. Holds while fewer than 2^32
 /// callbacks are queued during one barrier, however old `seq` is (a number compared
-/// by its sign alone turned "new" after 2^31 later calls: the review's finding 2).
+/// by its sign alone turns "new" after 2^31 later calls).
 fn before(seq: u32, limit: u32, now: u32) -> bool {
     seq.wrapping_sub(limit) >= now.wrapping_sub(limit)
 }
@@ -378,9 +378,9 @@ impl<'d, C, const M: usize, const N: usize> CallQueue<'d, C, M, N> {
         // call that took it happens before this pass, and with it that call's claim of
         // its place, which acquired the free after the place's previous callback
         // returned. So a barrier that finds a later callback's number in the place of
-        // one it waits for sees that earlier callback's effects (the review's finding 1:
-        // with the number alone, read relaxed, it need not; `Mutant::CallRelaxedNumber`
-        // reads both relaxed, and the loom model catches it).
+        // one it waits for sees that earlier callback's effects (with the number alone,
+        // read relaxed, it need not; `Mutant::CallRelaxedNumber` reads both relaxed, and
+        // loom's `catches_relaxed_numbers` catches it).
         let o = orders();
         let now = match ended_before {
             Some(_) => self.queued.load(o.count),
@@ -434,8 +434,9 @@ impl<'d, C, const M: usize, const N: usize> CallQueue<'d, C, M, N> {
             // freed (the value then counts as uninitialised) without reading it again.
             let callback = p.value.with(|v| unsafe { (*v).assume_init_read() });
             // The key leaves the queue with the callback, before it runs: a callback may
-            // queue its own key again, and a free place never shows an old key (the
-            // review of the debug aids: both were refused as queued twice).
+            // queue its own key again, and a free place never shows an old key (without
+            // it, both were refused as queued twice:
+            // `a_callback_may_queue_its_own_key_again`, `a_freed_key_is_never_seen_queued`).
             #[cfg(feature = "debug-callbacks")]
             p.key.store(0, Relaxed);
             let _free = free_after_run(&p.state, self.rcu);

@@ -284,7 +284,7 @@ impl<const N: usize> Rcu<N> {
     /// number read with a relaxed load on another core can meet an older view of the
     /// counter than the one the cookie was taken at, and such a cookie may be answered
     /// done before its grace period has ended (`tests/loom_rcu.rs`,
-    /// `a_cookie_moved_without_happens_before_can_be_answered_early`, found by review).
+    /// `a_cookie_moved_without_happens_before_can_be_answered_early`).
     ///
     /// A number that did not come from a cookie of this domain answers about an
     /// arbitrary point of this domain's grace-period sequence: nothing unsafe follows
@@ -360,7 +360,8 @@ impl<const N: usize> Rcu<N> {
     pub(super) fn call_wake_hook(&self) {
         // Take the announcement back first: only one unlock calls the hook for it
         // (the others, and the unlocks of sections the hook itself runs, find 0: a
-        // hook that reads the domain does not re-enter itself; the review's finding 1).
+        // hook that reads the domain does not re-enter itself,
+        // `a_wake_hook_that_reads_its_domain_runs_once`).
         if self.phase.0.sleepers.swap(0, Acquire) == 0 {
             return;
         }

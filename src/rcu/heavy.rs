@@ -72,7 +72,7 @@
 //!    register per section leave the domain empty between sections) would bring the
 //!    counter back to the last fenced wait with its mark still standing, and that wait
 //!    would scan a reader whose announce is still in its store buffer with no fence
-//!    (a use after free found by review). Checked by the litmus test `asym-mark-a-lap-later` (a
+//!    (a use after free). Checked by the litmus test `asym-mark-a-lap-later` (a
 //!    stale mark and a late store against the reset, with the twin
 //!    `+no-reset`, `Mutant::MarkKeptAcrossLaps`), by fence counts on a 3-bit counter in
 //!    `tests/heavy_fence_placement.rs` (`a_mark_from_the_last_lap_is_not_trusted`,
@@ -262,7 +262,7 @@ impl Drop for UnderWay<'_> {
 /// Not when the counter has already left `g`: this driver's exchange will fail, and
 /// whoever made the step did its own reset, while this one, late, could only wipe a
 /// mark of the new lap and cost its wait a second heavy fence (a driver stopped after
-/// its scan, found by review). The check leaves a window (a driver stopped between it
+/// its scan: `Mutant::LateReset`). The check leaves a window (a driver stopped between it
 /// and the store), which costs at most that one extra fence, never safety: a reset is
 /// always allowed.
 #[inline(always)]

@@ -123,7 +123,7 @@
 //!   comes before the wait's and the scan sees the reader online (`rcu-cookie-vs-flip`).
 //! * **Nested locks of a [`ContextReader`] fence too**: an interrupt handler may nest
 //!   between the outermost lock's store and its fence (a trap is not a fence), and its
-//!   own fence keeps its loads after the announcement (the second review's finding 1;
+//!   own fence keeps its loads after the announcement (`Mutant::NestedWithoutFence`;
 //!   `rcu-irq-in-lock-after-store`, and `-after-phase`, `-after-fence` for the other
 //!   gaps). A [`Reader`]'s nested locks do not: its context ran the outermost fence
 //!   first.

@@ -1,5 +1,6 @@
-//! Waiting: the loop every blocking helper runs, its hooks, and the futures (the
-//! `rcu` module docs, "Writers, interrupts and waiting", say how to use them).
+//! Waiting: the hooks of the loop every blocking helper runs (`gp::until_done`), and the
+//! futures (the `rcu` module docs, "Writers, interrupts and waiting", say how to use
+//! them).
 //!
 //! A hook is any `FnMut(&Waiting<'_, '_, N>) -> ControlFlow<()>`, and every ready-made
 //! hook is one: [`spin`], [`forever`]`(f)`, [`sleeping`]`(spins, f)`, `std_sleeping()`,
@@ -338,7 +339,8 @@ mod std_sleep {
     /// reader's unlock wakes it, or [`SLEEP_BOUND`] passes. It installs [`std_wake`] as
     /// the domain's wake hook the first time it sleeps, if the domain has none. The
     /// generation it sleeps on is read before the wait announces itself, so a wake that
-    /// comes between its last poll and its sleep is not lost (the review's finding 2).
+    /// comes between its last poll and its sleep is not lost
+    /// (`std_sleeping_keeps_a_wake_between_its_poll_and_its_sleep`).
     pub fn std_sleeping<const N: usize>() -> impl FnMut(&Waiting<'_, '_, N>) -> ControlFlow<()> {
         move |w| {
             if w.attempts() > SPINS {

@@ -27,9 +27,9 @@ macro_rules! zone_matrix {
         ///
         /// A count at rest is valid, saturated or dead; `from_raw` keeps valid values and
         /// stores any other value as the middle of its zone, so every row that starts at a
-        /// zone's edge behaves as that zone says (the second review's finding 4: with
-        /// `from_raw` keeping edges verbatim, one get made a saturated count dead, one put
-        /// made it live, and gets on NOREF - 1 revived a dead one).
+        /// zone's edge behaves as that zone says (with `from_raw` keeping edges verbatim,
+        /// one get made a saturated count dead, one put made it live, and gets on NOREF - 1
+        /// revived a dead one).
         pub fn $fn_name() {
             type R = $ty;
             const ONE: $int = R::ONEREF;

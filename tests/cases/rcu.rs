@@ -213,7 +213,7 @@ pub fn stalled_reader() {
     assert!(second.poll(), "not done after the section closed");
 }
 
-/// Item 7 of the soundness review: a leaked guard leaves its section open (every grace
+/// A leaked guard leaves its section open (every grace
 /// period waits), until its reader is dropped, which ends it.
 pub fn dropping_a_reader_ends_a_leaked_section() {
     static RCU: Rcu<2> = Rcu::new();
@@ -372,7 +372,7 @@ pub fn defer_queue_is_bounded() {
     );
 }
 
-/// Dropping a queue (the second review's finding 3): values whose grace period has ended
+/// Dropping a queue (`Mutant::QueueDropsPending`): values whose grace period has ended
 /// are dropped, values still waiting are leaked, never dropped early, here with a reader
 /// inside a section that started before they were deferred.
 pub fn dropping_a_queue_never_drops_a_waiting_value() {

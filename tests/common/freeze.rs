@@ -1,7 +1,7 @@
 //! Preemption injection on the host (Linux): stop a chosen thread between any two of its
 //! instructions, for as long as a test likes, while other threads work. This is what an
-//! RTOS does to a low-priority context when higher-priority work runs, and what a
-//! hostile review used to break the old free list and grace-period try-lock.
+//! RTOS does to a low-priority context when higher-priority work runs, and what broke
+//! the old free list (ABA) and grace-period try-lock (priority inversion).
 //!
 //! * [`Freezer`] (arbitrary points): a signal whose handler sleeps until released. The
 //!   frozen thread stops wherever the signal lands.

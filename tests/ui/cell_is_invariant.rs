@@ -1,4 +1,4 @@
-//! Item 2 of the soundness review: `RcuCell<'a, ..>` must be invariant in `'a`. If a
+//! Soundness: `RcuCell<'a, ..>` must be invariant in `'a`. If a
 //! `&RcuCell<'long, ..>` could become a `&RcuCell<'short, ..>`, this function would
 //! publish a stack slot that dies when it returns, and readers would load a dangling
 //! reference.

@@ -91,7 +91,7 @@ pub(crate) fn build_lib(target: Option<&str>) -> Result<(), String> {
     let mut c = Command::new("cargo");
     // Always the workspace's `target/`, where the checks below look for the archive,
     // whatever `CARGO_TARGET_DIR` the caller has set (with one set, 9 checks failed
-    // to find it: the review's finding 4).
+    // to find it).
     c.current_dir(workspace_root())
         .env("CARGO_TARGET_DIR", workspace_root().join("target"))
         .args(["build", "-q", "-p", "rcuref-ffi", "--profile", "ffi"]);

@@ -1,11 +1,12 @@
-//! `cargo xtask <command>`: the project's scripts, as code.
+//! `cargo xtask <command>`: the project's scripts, as code. This file only dispatches;
+//! `USAGE` below lists every command and its options.
 //!
-//! * `test`  — every test there is (host, loom, negative controls, Miri, QEMU targets),
-//!   installing what is missing first; ends with a one-screen summary.
-//! * `demo`  — the main demo.
-//! * `qemu-run` — cargo's runner for the embedded targets (see `qemu.rs`).
-//! * `size`  — code size of the hot paths per embedded target.
-//! * `mutants` — mutation testing of the library (see `mutants.rs`).
+//! * `test` — every test there is, as per-area step lists (`suite/`), installing what is
+//!   missing first; ends with a one-screen summary (`--dry-run` lists the steps).
+//! * `demo`, `bench` (`bench.rs`, `icount.rs`), `size`, `mutants` (`mutants.rs`).
+//! * `litmus` — the weak-memory suite, the `rcuref-litmus` crate (`tools/litmus/`).
+//! * `header`, `ffi` — the C API's header and checks (`ffi.rs`).
+//! * `qemu-run` — cargo's runner for the embedded targets (`qemu.rs`).
 
 mod bench;
 mod ffi;

@@ -6,10 +6,11 @@
 //!    ship and reads each fast path's memory instructions and barriers out of the object
 //!    code (`code.rs`); checks them against the orderings the spec gives each path, and
 //!    that each path appears in the public entry points that inline it.
-//! 2. Writes every litmus test, C11 and per instruction set (`gen.rs`, from `spec.rs`),
-//!    and compares them and the paths' instructions with what is committed under
-//!    `litmus/`: any difference (the compiler emitting other instructions, a changed
-//!    ordering) fails until a person looks and runs `--bless`.
+//! 2. Writes every litmus test, C11 and per instruction set (`gen.rs`, from the spec
+//!    that `data.rs` reads out of `litmus/spec/`), and compares them and the paths'
+//!    instructions with what is committed under `litmus/`: any difference (the compiler
+//!    emitting other instructions, a changed ordering) fails until a person looks and
+//!    runs `--bless`.
 //! 3. Runs herd7 on every committed test: each must be `Never` (and free of C11 data
 //!    races), each weakened twin `Sometimes` (a control that comes out `Never` fails).
 //!
