@@ -206,7 +206,7 @@ impl<const N: usize> Rcu<N> {
     /// the unlocking context, so that mode's interrupt handlers should not use it).
     #[cfg(feature = "strict-grace-periods")]
     #[inline(never)]
-    fn drive_strictly(&self) {
+    pub(super) fn drive_strictly(&self) {
         let _ = self.get_state().poll();
     }
 
