@@ -19,8 +19,9 @@
 //!   interrupt points (`--cfg loom` or `--cfg rcuref_mutants`).
 //! * `rcuref_variants`: broken variants can be compiled in, at run time (`rcuref_hooks`)
 //!   or as one constant (`--cfg rcuref_static_mutant`).
-//! * `rcuref_section_table`: the debug table of open sections per thread (feature `std`,
-//!   debug assertions, not loom).
+//! * `rcuref_section_table`: the debug table of open sections per thread can exist
+//!   (feature `std`, not loom); the source adds `debug_assertions`, which rustc decides
+//!   (`-C debug-assertions` in RUSTFLAGS), not cargo's profile that a build script sees.
 //!
 //! Cargo gives a build script the target's cfgs, those passed in RUSTFLAGS included, as
 //! `CARGO_CFG_*` variables, and the crate's features as `CARGO_FEATURE_*`.
@@ -68,7 +69,7 @@ fn main() {
     if hooks || has_cfg("rcuref_static_mutant") {
         println!("cargo::rustc-cfg=rcuref_variants");
     }
-    if feature("std") && has_cfg("debug_assertions") && !loom {
+    if feature("std") && !loom {
         println!("cargo::rustc-cfg=rcuref_section_table");
     }
 

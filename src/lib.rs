@@ -116,6 +116,26 @@ macro_rules! read_delay_point {
     };
 }
 
+// The cfgs build.rs derives must agree with the ones rustc sees: a build that passes
+// `--cfg rcuref_asymmetric_fence` (or `rcuref_mutants`) to rustc but not where cargo's
+// build script reads it (a non-cargo build copying build.rs's output, say) would
+// otherwise get readers with a compiler fence and grace periods without a heavy fence.
+#[cfg(any(
+    all(rcuref_asymmetric_fence, not(loom), not(rcuref_heavy)),
+    all(rcuref_heavy, any(loom, not(rcuref_asymmetric_fence))),
+    all(any(loom, rcuref_mutants), not(rcuref_hooks)),
+    all(rcuref_hooks, not(any(loom, rcuref_mutants))),
+    all(any(rcuref_hooks, rcuref_static_mutant), not(rcuref_variants)),
+    all(rcuref_variants, not(any(rcuref_hooks, rcuref_static_mutant))),
+))]
+compile_error!(
+    "rcuref: the cfgs rustc sees and the ones its build script saw disagree: pass \
+     `--cfg rcuref_asymmetric_fence` / `--cfg rcuref_mutants` / `--cfg loom` through \
+     RUSTFLAGS (or CARGO_TARGET_<TRIPLE>_RUSTFLAGS), where cargo's build script sees \
+     them too, or set the derived cfgs as build.rs would (rcuref_heavy, rcuref_hooks, \
+     rcuref_variants)."
+);
+
 // One clear error instead of a page of missing `compare_exchange` methods.
 #[cfg(not(rcuref_atomics))]
 compile_error!(

@@ -63,15 +63,11 @@ pub(crate) use plain_store;
 /// loom has no compiler fence and models threads, so it always uses the full fence.
 #[inline(always)]
 pub(crate) fn reader_fence() {
-    #[cfg(all(
-        not(loom),
-        any(rcuref_unsafe_assume_single_core, rcuref_asymmetric_fence)
-    ))]
+    // (`rcuref_heavy`, the name build.rs gives the asymmetric mode outside loom, so the
+    // read side and the grace periods take their mode from the same cfg.)
+    #[cfg(any(rcuref_heavy, all(not(loom), rcuref_unsafe_assume_single_core)))]
     core::sync::atomic::compiler_fence(Ordering::SeqCst);
-    #[cfg(not(all(
-        not(loom),
-        any(rcuref_unsafe_assume_single_core, rcuref_asymmetric_fence)
-    )))]
+    #[cfg(not(any(rcuref_heavy, all(not(loom), rcuref_unsafe_assume_single_core))))]
     fence(Ordering::SeqCst);
 }
 

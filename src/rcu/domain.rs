@@ -52,7 +52,7 @@ pub struct Rcu<const N: usize> {
     #[cfg(rcuref_heavy)]
     pub(super) fences: Line<super::heavy::FenceMarks>,
     /// A process-unique number for the debug section table (see `section_key`).
-    #[cfg(rcuref_section_table)]
+    #[cfg(all(rcuref_section_table, debug_assertions))]
     serial: super::sections::Serial,
     pub(super) slots: [Line<AtomicU32>; N],
     /// How many of the first slots are dedicated to `ContextReader`s.
@@ -428,7 +428,7 @@ impl<const N: usize> Rcu<N> {
                 stepping: Line([AtomicU32::new(0), AtomicU32::new(0)]),
                 #[cfg(rcuref_heavy)]
                 fences: Line(super::heavy::FenceMarks::new()),
-                #[cfg(rcuref_section_table)]
+                #[cfg(all(rcuref_section_table, debug_assertions))]
                 serial: super::sections::Serial::new(),
                 slots: array_of!(Line(AtomicU32::new(0)); N),
                 dedicated: 0,
@@ -476,9 +476,9 @@ impl<const N: usize> Rcu<N> {
     /// that track sections.
     #[inline(always)]
     pub(super) fn section_key(&self) -> (usize, u32) {
-        #[cfg(rcuref_section_table)]
+        #[cfg(all(rcuref_section_table, debug_assertions))]
         let id = self.serial.get();
-        #[cfg(not(rcuref_section_table))]
+        #[cfg(not(all(rcuref_section_table, debug_assertions)))]
         let id = 0;
         (self as *const Self as usize, id)
     }

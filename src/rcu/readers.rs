@@ -595,7 +595,7 @@ pub(crate) fn wait_through<const N: usize>(
 /// of the same domain on the calling thread as [`Error::InReadSection`] (debug
 /// builds with feature `std`). Without it such a wait deadlocks; a wait inside the
 /// waiting reader's own section is reported in every build.
-pub const DETECTS_WAIT_IN_OTHER_SECTION: bool = cfg!(rcuref_section_table);
+pub const DETECTS_WAIT_IN_OTHER_SECTION: bool = cfg!(all(rcuref_section_table, debug_assertions));
 
 #[cfg(all(test, not(loom)))]
 mod ceiling_tests {

@@ -11,7 +11,7 @@
 /// reads on the same thread, and an outermost guard that such a handler leaks leaves
 /// the thread's count raised, so later waits on that thread are refused with
 /// `InReadSection` (a refusal, never a missed section of the slot itself).
-#[cfg(rcuref_section_table)]
+#[cfg(all(rcuref_section_table, debug_assertions))]
 mod open_sections {
     use core::cell::Cell;
     use portable_atomic::{AtomicU32, Ordering::Relaxed};
@@ -71,7 +71,7 @@ mod open_sections {
 }
 
 /// Elsewhere: nothing to track (see the `std` version above).
-#[cfg(not(rcuref_section_table))]
+#[cfg(not(all(rcuref_section_table, debug_assertions)))]
 mod open_sections {
     #[inline(always)]
     pub(crate) fn entered(_: (usize, u32)) {}
@@ -83,6 +83,6 @@ mod open_sections {
     }
 }
 
-#[cfg(rcuref_section_table)]
+#[cfg(all(rcuref_section_table, debug_assertions))]
 pub(crate) use open_sections::Serial;
 pub(crate) use open_sections::{any, entered, left};
