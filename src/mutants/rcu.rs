@@ -99,12 +99,10 @@ pub(crate) fn advance_writer_lock<const N: usize>(rcu: &Rcu<N>, target: u32, pat
         if reached(g, target) {
             break;
         }
-        let moved = if g & 1 == 0 {
-            driver.flip(g)
-        } else {
-            driver.wait_for_phase(g, patient)
-        };
-        match moved {
+        if g & 1 == 1 && !driver.wait_for_phase(g, patient) {
+            break;
+        }
+        match driver.step(g) {
             Some(now) => g = now,
             None => break,
         }

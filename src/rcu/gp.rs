@@ -30,12 +30,14 @@ pub(super) fn advance<const N: usize>(rcu: &Rcu<N>, target: u32, patient: bool) 
         if reached(g, target) {
             break;
         }
-        let moved = if g & 1 == 0 {
-            driver.flip(g)
-        } else {
-            driver.wait_for_phase(g, patient)
-        };
-        match moved {
+        // Even `g`: the next step is a flip. Odd: a wait, which steps only once the
+        // readers of the phase before its flip have left. (One step call site, so the
+        // step's code is inlined once.)
+        let flip = g & 1 == 0;
+        if !flip && !driver.wait_for_phase(g, patient) {
+            break;
+        }
+        match driver.step(g) {
             Some(now) => g = now,
             None => break,
         }
@@ -65,17 +67,11 @@ impl<'d, const N: usize> Driver<'d, N> {
         (Driver { rcu, half }, g)
     }
 
-    /// A flip (`g` even): readers that enter from now on are told apart from those
-    /// already inside by the phase they record. The counter's value after it (this
-    /// step's or another driver's), or `None` when the lap guard holds it back.
-    pub(super) fn flip(&mut self, g: u32) -> Option<u32> {
-        self.step(g)
-    }
-
-    /// A wait (`g` odd): steps once no reader that entered before the flip is still
-    /// inside; `None` when one is (or another driver's heavy fence for this wait is
-    /// under way, or the lap guard holds the step back).
-    pub(super) fn wait_for_phase(&mut self, g: u32, patient: bool) -> Option<u32> {
+    /// A wait (`g` odd): whether it may step, that is, no reader that entered before the
+    /// flip is still inside (`false` also when another driver's heavy fence for this wait
+    /// is under way). A flip (`g` even) needs no such check: readers that enter after it
+    /// are told apart from those already inside by the phase they record.
+    pub(super) fn wait_for_phase(&mut self, g: u32, patient: bool) -> bool {
         record_phase(self.rcu, g);
         // Every reader that could hold something unpublished before this wait's flip is
         // either seen by this scan or sees the unpublish (the fence pairing in the
@@ -86,16 +82,15 @@ impl<'d, const N: usize> Driver<'d, N> {
         // (`heavy`'s module docs). A heavy fence that panics leaves this call through
         // the driver's drop, which leaves its half.
         if !super::heavy::in_wait_step(self.rcu, g, patient) {
-            return None; // another driver's heavy fence for this wait is under way
+            return false; // another driver's heavy fence for this wait is under way
         }
         pause_point!(GpBeforeScan(g));
         let held = old_phase_online(self.rcu, g);
         pause_point!(GpAfterScan);
         if held {
             self.held_by_a_reader();
-            return None;
         }
-        self.step(g)
+        !held
     }
 
     /// One step of the counter from `g`, if the lap guard allows it: the counter's value
