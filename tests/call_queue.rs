@@ -280,6 +280,11 @@ fn torture(_x: &Exclusive, rounds: u32) -> u32 {
     // one is handed to a callback.
     let mut me = w.rcu.reader().unwrap();
     while w.started.load(Relaxed) < 2 {
+        // (A reader that died before it began would leave this waiting for ever.)
+        assert!(
+            !readers.iter().any(|r| r.is_finished()),
+            "a reader thread ended before its first section"
+        );
         std::thread::yield_now();
     }
     for round in 0..rounds {

@@ -290,9 +290,10 @@ impl<T, const M: usize, const N: usize> Drop for DeferQueue<'_, T, M, N> {
     /// Drops the values whose grace period has already ended (without advancing grace
     /// periods) and leaks the others: a value is never dropped before its grace period.
     fn drop(&mut self) {
-        divert!(QueueDropsPending => ()); // (the old queue: the drop glue drops them all)
-                                          // First forget every value still waiting, so that nothing a panicking `T::drop`
-                                          // leaves to the drop glue below can be one of them; then drop the rest.
+        // (The old queue had no `Drop`: the drop glue dropped them all.)
+        divert!(QueueDropsPending => ());
+        // First forget every value still waiting, so that nothing a panicking `T::drop`
+        // leaves to the drop glue below can be one of them; then drop the rest.
         let mut i = self.head;
         for _ in 0..self.len {
             if let Some(&(target, _)) = self.items[i].as_ref() {
