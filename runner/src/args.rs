@@ -32,6 +32,9 @@ pub struct Options {
     pub test_timeout: Duration,
     /// Timeout of a plain program.
     pub program_timeout: Duration,
+    /// How many times a test that timed out is run again (`--retry-timeouts`; 0: never).
+    /// Only a timeout is retried, never a failure, and each retry is reported.
+    pub retry_timeouts: u32,
     /// An explicit QEMU binary (else [`find_qemu`]).
     pub qemu_path: Option<String>,
     /// A plain program's expected output: a file its decoded stdout must equal.
@@ -59,6 +62,9 @@ options (`--opt value` or `--opt=value`):
   --timeout SECS    timeout of tests without their own (default 60)
   --program-timeout SECS
                     timeout of a plain firmware (default 300)
+  --retry-timeouts N
+                    run a test that timed out again, up to N times (default 0); a
+                    failure is never retried, and every retry is reported
   --expect FILE     a plain firmware's output must equal FILE (a diff is shown if not)
   --machines        list the known targets and machines
   --memory-map      print the memory map (memory.x) to link against for the machine
@@ -95,6 +101,7 @@ const WITH_VALUE: &[&str] = &[
     "--qemu",
     "--timeout",
     "--program-timeout",
+    "--retry-timeouts",
     "--expect",
     "--skip",
     "--test-threads",
@@ -143,6 +150,7 @@ pub fn parse(args: &[String]) -> Result<Option<Options>, String> {
     let (mut print_map, mut expect, mut terse) = (false, None, false);
     let mut test_timeout = Duration::from_secs(60);
     let mut program_timeout = Duration::from_secs(300);
+    let mut retry_timeouts = 0u32;
     let mut it = args.iter();
     let secs = |v: Option<&String>, what: &str| -> Result<Duration, String> {
         v.and_then(|s| s.parse().ok())
@@ -169,6 +177,12 @@ pub fn parse(args: &[String]) -> Result<Option<Options>, String> {
             "--qemu" => qemu_path = Some(value(it.next(), "--qemu")?),
             "--timeout" => test_timeout = secs(it.next(), "--timeout")?,
             "--program-timeout" => program_timeout = secs(it.next(), "--program-timeout")?,
+            "--retry-timeouts" => {
+                retry_timeouts = it
+                    .next()
+                    .and_then(|s| s.parse().ok())
+                    .ok_or("--retry-timeouts needs a number of retries")?
+            }
             "--expect" => expect = Some(value(it.next(), "--expect")?),
             "--machines" => {
                 for k in KNOWN {
@@ -282,6 +296,7 @@ pub fn parse(args: &[String]) -> Result<Option<Options>, String> {
         terse,
         test_timeout,
         program_timeout,
+        retry_timeouts,
         qemu_path,
         expect,
     }))
@@ -301,6 +316,26 @@ mod tests {
 
     fn refused(s: &str) -> String {
         parse(&args(s)).expect_err("refused")
+    }
+
+    #[test]
+    fn retry_timeouts_is_off_unless_asked_and_takes_a_count() {
+        assert_eq!(
+            parsed("--target aarch64-unknown-none a.elf").retry_timeouts,
+            0
+        );
+        assert_eq!(
+            parsed("--target aarch64-unknown-none --retry-timeouts 2 a.elf").retry_timeouts,
+            2
+        );
+        assert_eq!(
+            parsed("--target aarch64-unknown-none --retry-timeouts=1 a.elf").retry_timeouts,
+            1
+        );
+        assert!(
+            refused("--target aarch64-unknown-none --retry-timeouts x a.elf")
+                .contains("--retry-timeouts")
+        );
     }
 
     #[test]

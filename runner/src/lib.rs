@@ -231,22 +231,37 @@ pub fn run(o: &Options) -> Result<(), String> {
         out!("test {} ... ", t.name);
         let mut dec = elf::LogDecoder::new(table.as_ref(), locs.as_ref());
         let mut printed = false;
-        let mut r = run_one(
-            &qemu,
-            &o.machine,
-            &o.elf,
-            t.timeout,
-            &["run_addr", &entry],
-            &format!("qemu ({}): ", t.name),
-            &mut dec,
-            &mut |l| {
-                if !printed {
-                    outln!();
-                    printed = true;
-                }
-                outln!("    {l}");
-            },
-        )?;
+        let mut retries_left = o.retry_timeouts;
+        let mut r = loop {
+            let r = run_one(
+                &qemu,
+                &o.machine,
+                &o.elf,
+                t.timeout,
+                &["run_addr", &entry],
+                &format!("qemu ({}): ", t.name),
+                &mut dec,
+                &mut |l| {
+                    if !printed {
+                        outln!();
+                        printed = true;
+                    }
+                    outln!("    {l}");
+                },
+            )?;
+            if !matches!(r.verdict, Verdict::Timeout) || retries_left == 0 {
+                break r;
+            }
+            retries_left -= 1;
+            if !printed {
+                outln!();
+                printed = true;
+            }
+            outln!(
+                "    timed out after {} s: running it again (--retry-timeouts)",
+                t.timeout.as_secs()
+            );
+        };
         if let Some(why) = r.failed_to_start(&qemu) {
             if !printed {
                 outln!();

@@ -2062,3 +2062,55 @@ fn qemu_killed_by_a_signal_is_reported_by_the_signals_name() {
     assert!(err.contains("killed by SIGSEGV"), "{err}");
     assert!(!err.contains("-1"), "{err}");
 }
+
+/// `--retry-timeouts 1`: a test whose first run hangs past its timeout runs once more,
+/// and that run's verdict counts; without the option the same hang fails; a test that
+/// fails (not a timeout) is never run again.
+#[test]
+fn a_timed_out_test_is_retried_only_when_asked_and_a_failure_never() {
+    let run = |name: &str, first: &str, retry: bool| {
+        let d = scratch(name);
+        let runs = d.join("runs");
+        let q = fake_qemu(
+            &d,
+            "qemu-system-arm",
+            &format!(
+                "echo run >> '{r}'; if [ -e '{m}' ]; then exit 0; fi; : > '{m}'; {first}; exit 0",
+                r = runs.display(),
+                m = d.join("ran-once").display()
+            ),
+        );
+        let elf = suite_elf(&d, object::Architecture::Arm, &[("flaky", false)]);
+        let mut args = vec![
+            "--target",
+            "thumbv7m-none-eabi",
+            "--timeout",
+            "1",
+            "--qemu",
+            q.to_str().unwrap(),
+        ];
+        if retry {
+            args.extend(["--retry-timeouts", "1"]);
+        }
+        args.push(elf.to_str().unwrap());
+        let o = runner(&d, &args, &[]);
+        let n = std::fs::read_to_string(&runs)
+            .unwrap_or_default()
+            .lines()
+            .count();
+        (o.status.success(), text(&o.stdout) + &text(&o.stderr), n)
+    };
+    let (ok, out, n) = run("retry-hang", "exec /bin/sleep 600", true);
+    assert!(ok && n == 2, "{n} runs: {out}");
+    assert!(
+        out.contains("timed out after 1 s: running it again"),
+        "{out}"
+    );
+    let (ok, out, n) = run("no-retry-hang", "exec /bin/sleep 600", false);
+    assert!(
+        !ok && n == 1 && out.contains("timed out after 1 s"),
+        "{n} runs: {out}"
+    );
+    let (ok, out, n) = run("retry-failure", "exit 3", true);
+    assert!(!ok && n == 1, "a failure was retried ({n} runs): {out}");
+}
