@@ -139,13 +139,21 @@ pub fn negative_controls(run: &mut Run, targets: &[&str]) {
             a.extend(["--features", f]);
         }
         a.extend(["--test", "rcu", "--test", "pool", "--", "negative_control"]);
-        let mut env = vec![
+        // A control's run that hangs (no output, then the 120 s timeout) is run once
+        // more: seen on aarch64's four-core QEMU about once in three full runs, never when
+        // rerun (the cause is not found; DEVELOPMENT.md, "Known flakes"). A miss is never
+        // retried: the runner retries only a timeout, and says so in the log.
+        let retrying = format!(
+            "{} --retry-timeouts 1",
+            fw.runner
+                .map(str::to_owned)
+                .unwrap_or_else(|| format!("cargo xtask qemu-run --target {t}"))
+        );
+        let env = vec![
             (var.as_str(), flags.trim()),
             ("CARGO_TARGET_DIR", "target/fw-mutants"),
+            (rvar.as_str(), retrying.as_str()),
         ];
-        if let Some(r) = fw.runner {
-            env.push((rvar.as_str(), r));
-        }
         run.cargo(
             &format!("{t} (negative controls: broken RCU and pool must be caught)"),
             Expect::Tests(firmware_negative_controls(t)),
