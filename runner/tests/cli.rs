@@ -1407,7 +1407,9 @@ fn the_readme_and_help_list_the_same_options_and_all_are_accepted() {
     for (opt, takes_value) in &readme {
         let value = match opt.as_str() {
             "--format" => "pretty",
-            "--smp" | "--timeout" | "--program-timeout" | "--test-threads" => "2",
+            "--smp" | "--timeout" | "--program-timeout" | "--retry-timeouts" | "--test-threads" => {
+                "2"
+            }
             _ => "x",
         };
         let mut args = vec!["--target", "thumbv7m-none-eabi", opt.as_str()];
