@@ -15,6 +15,12 @@
 //!
 //! * `rcuref_heavy`: the asymmetric-fence mode's heavy fence is compiled in
 //!   (`--cfg rcuref_asymmetric_fence`, and not under loom, which cannot model it).
+//! * `rcuref_auto`: the read side's fence is chosen at run time (feature `auto-fence`,
+//!   implied by `membarrier`): a compiler fence once a heavy fence is known to exist,
+//!   the full fence until then or without one (`rcu::heavy`, "Chosen at run time").
+//!   Not with `--cfg rcuref_asymmetric_fence` (the static choice wins) nor under loom.
+//! * `rcuref_fences`: either of the two, so the heavy-fence machinery (the domain's
+//!   marks, the wait step's fence, the claim's fence) is compiled in.
 //! * `rcuref_hooks`: the run-time test hooks exist: variant selection, pause and
 //!   interrupt points (`--cfg loom` or `--cfg rcuref_mutants`).
 //! * `rcuref_variants`: broken variants can be compiled in, at run time (`rcuref_hooks`)
@@ -53,6 +59,8 @@ fn main() {
     println!("cargo::rustc-check-cfg=cfg(rcuref_atomic64)");
     println!("cargo::rustc-check-cfg=cfg(rcuref_pad, values(\"64\", \"128\"))");
     println!("cargo::rustc-check-cfg=cfg(rcuref_heavy)");
+    println!("cargo::rustc-check-cfg=cfg(rcuref_auto)");
+    println!("cargo::rustc-check-cfg=cfg(rcuref_fences)");
     println!("cargo::rustc-check-cfg=cfg(rcuref_hooks)");
     println!("cargo::rustc-check-cfg=cfg(rcuref_variants)");
     println!("cargo::rustc-check-cfg=cfg(rcuref_section_table)");
@@ -60,8 +68,16 @@ fn main() {
 
     let loom = has_cfg("loom");
     let hooks = loom || has_cfg("rcuref_mutants");
-    if has_cfg("rcuref_asymmetric_fence") && !loom {
+    let heavy = has_cfg("rcuref_asymmetric_fence") && !loom;
+    let auto = feature("auto-fence") && !has_cfg("rcuref_asymmetric_fence") && !loom;
+    if heavy {
         println!("cargo::rustc-cfg=rcuref_heavy");
+    }
+    if auto {
+        println!("cargo::rustc-cfg=rcuref_auto");
+    }
+    if heavy || auto {
+        println!("cargo::rustc-cfg=rcuref_fences");
     }
     if hooks {
         println!("cargo::rustc-cfg=rcuref_hooks");

@@ -39,6 +39,10 @@ pub enum Error {
     /// A section nested as deep as its slot can count (about 2^30 levels): nothing
     /// entered ([`ContextReader::raw_lock`](crate::rcu::ContextReader::raw_lock)).
     TooDeep,
+    /// A setting that is fixed once decided was asked to change afterwards: a heavy
+    /// fence installed after the read side's fence mode was decided without one
+    /// ([`rcu::heavy::install`](crate::rcu::heavy), feature `auto-fence`).
+    Decided,
 }
 
 impl core::fmt::Display for Error {
@@ -52,6 +56,7 @@ impl core::fmt::Display for Error {
             Error::Busy => "another context is updating it right now",
             Error::NotInSection => "an unlock without a lock: the context is in no read section",
             Error::TooDeep => "the read section is nested as deep as its slot can count",
+            Error::Decided => "too late: that was decided already and cannot change",
         })
     }
 }

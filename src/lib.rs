@@ -123,6 +123,18 @@ macro_rules! read_delay_point {
 #[cfg(any(
     all(rcuref_asymmetric_fence, not(loom), not(rcuref_heavy)),
     all(rcuref_heavy, any(loom, not(rcuref_asymmetric_fence))),
+    all(
+        feature = "auto-fence",
+        not(loom),
+        not(rcuref_asymmetric_fence),
+        not(rcuref_auto)
+    ),
+    all(
+        rcuref_auto,
+        any(loom, rcuref_asymmetric_fence, not(feature = "auto-fence"))
+    ),
+    all(any(rcuref_heavy, rcuref_auto), not(rcuref_fences)),
+    all(rcuref_fences, not(any(rcuref_heavy, rcuref_auto))),
     all(any(loom, rcuref_mutants), not(rcuref_hooks)),
     all(rcuref_hooks, not(any(loom, rcuref_mutants))),
     all(any(rcuref_hooks, rcuref_static_mutant), not(rcuref_variants)),
@@ -132,8 +144,8 @@ compile_error!(
     "rcuref: the cfgs rustc sees and the ones its build script saw disagree: pass \
      `--cfg rcuref_asymmetric_fence` / `--cfg rcuref_mutants` / `--cfg loom` through \
      RUSTFLAGS (or CARGO_TARGET_<TRIPLE>_RUSTFLAGS), where cargo's build script sees \
-     them too, or set the derived cfgs as build.rs would (rcuref_heavy, rcuref_hooks, \
-     rcuref_variants)."
+     them too, or set the derived cfgs as build.rs would (rcuref_heavy, rcuref_auto, \
+     rcuref_fences, rcuref_hooks, rcuref_variants)."
 );
 
 // One clear error instead of a page of missing `compare_exchange` methods.

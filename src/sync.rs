@@ -58,7 +58,8 @@ pub(crate) use plain_store;
 ///   order (an interrupt is ordered after everything the code it interrupts has
 ///   executed);
 /// * in the asymmetric mode (`--cfg rcuref_asymmetric_fence`), where grace periods make
-///   every core execute the barrier instead (`rcu::heavy`).
+///   every core execute the barrier instead (`rcu::heavy`);
+/// * with feature `auto-fence`, once the mode has been decided heavy at run time.
 ///
 /// loom has no compiler fence and models threads, so it always uses the full fence.
 #[inline(always)]
@@ -67,7 +68,19 @@ pub(crate) fn reader_fence() {
     // read side and the grace periods take their mode from the same cfg.)
     #[cfg(any(rcuref_heavy, all(not(loom), rcuref_unsafe_assume_single_core)))]
     core::sync::atomic::compiler_fence(Ordering::SeqCst);
-    #[cfg(not(any(rcuref_heavy, all(not(loom), rcuref_unsafe_assume_single_core))))]
+    // Chosen at run time (feature `auto-fence`): one relaxed load of a read-mostly word
+    // and a branch; the full fence until the mode is decided heavy.
+    #[cfg(all(rcuref_auto, not(rcuref_unsafe_assume_single_core)))]
+    if crate::rcu::heavy::readers_skip_fence() {
+        core::sync::atomic::compiler_fence(Ordering::SeqCst);
+    } else {
+        fence(Ordering::SeqCst);
+    }
+    #[cfg(not(any(
+        rcuref_heavy,
+        rcuref_auto,
+        all(not(loom), rcuref_unsafe_assume_single_core)
+    )))]
     fence(Ordering::SeqCst);
 }
 

@@ -123,6 +123,11 @@ mutants! {
     /// RCU, asymmetric mode: grace periods skip the heavy fence, so readers (which have
     /// only a compiler fence) may announce themselves too late.
     SkipHeavyFence,
+    /// RCU, feature `auto-fence`: the read side's mode changes whenever `heavy::install`
+    /// is called (to heavy, or back to full if it was heavy), with readers inside their
+    /// sections: a reader that entered with a compiler fence meets a wait that read
+    /// "full" and skipped its heavy fence.
+    ModeSwitchesLive,
     /// RCU, asymmetric mode, **not a bug**: every scan issues a heavy fence of its own
     /// (the old design), none shared through `returned`. Only slower: the fence-count test
     /// must see it.

@@ -140,7 +140,7 @@ pub(crate) fn leak_registration<const N: usize>(reg: &Driver<'_, N>) {
 
 /// `Mutant::LateReset`, **not a bug**: a driver that crossed into a half resets the mark
 /// even when the counter has already left its snapshot, wiping a mark of the new lap.
-#[cfg(rcuref_heavy)]
+#[cfg(rcuref_fences)]
 pub(crate) fn late_reset<const N: usize>(rcu: &Rcu<N>, g: u32, next: u32) {
     if half(next) != half(g) {
         rcu.fences
@@ -154,7 +154,7 @@ pub(crate) fn late_reset<const N: usize>(rcu: &Rcu<N>, g: u32, next: u32) {
 /// fence shared), `FenceEmptyDomain` (a fence though every slot is free),
 /// `ImpatientWaiters` (a blocking waiter fences beside another driver's fence) and
 /// `FencedBeforeHeavyFence` (marked returned before the fence has run).
-#[cfg(rcuref_heavy)]
+#[cfg(rcuref_fences)]
 pub(crate) fn in_wait_step<const N: usize>(rcu: &Rcu<N>, g: u32, patient: bool) -> bool {
     use crate::sync::Ordering::{Acquire, Relaxed};
     let marks = &rcu.fences.0;
@@ -247,4 +247,17 @@ pub(crate) fn free_before_run<'a, const N: usize>(
 ) -> Option<super::call::FreeOnDrop<'a, N>> {
     super::call::hand_on(state, super::call::FREE);
     None
+}
+
+/// `Mutant::ModeSwitchesLive`: `heavy::install` that switches the mode whatever it was,
+/// readers inside or not: to heavy (with `fence`), or back to full if it was heavy.
+#[cfg(rcuref_auto)]
+pub(crate) fn install_live(fence: fn()) -> Result<(), crate::Error> {
+    use super::heavy::FenceMode;
+    if super::heavy::readers_skip_fence() {
+        super::heavy::force(FenceMode::Full, None);
+    } else {
+        super::heavy::force(FenceMode::Heavy, Some(fence));
+    }
+    Ok(())
 }

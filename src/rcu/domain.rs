@@ -49,7 +49,7 @@ pub struct Rcu<const N: usize> {
     pub(super) phase: Line<ReadMostly>,
     pub(super) gp: Line<AtomicU32>,
     pub(super) stepping: Line<[AtomicU32; 2]>,
-    #[cfg(rcuref_heavy)]
+    #[cfg(rcuref_fences)]
     pub(super) fences: Line<super::heavy::FenceMarks>,
     /// A process-unique number for the debug section table (see `section_key`).
     #[cfg(all(rcuref_section_table, debug_assertions))]
@@ -426,7 +426,7 @@ impl<const N: usize> Rcu<N> {
                 }),
                 gp: Line(AtomicU32::new(g)),
                 stepping: Line([AtomicU32::new(0), AtomicU32::new(0)]),
-                #[cfg(rcuref_heavy)]
+                #[cfg(rcuref_fences)]
                 fences: Line(super::heavy::FenceMarks::new()),
                 #[cfg(all(rcuref_section_table, debug_assertions))]
                 serial: super::sections::Serial::new(),

@@ -141,6 +141,38 @@
 //! Cost: a read section loses its only barrier (x86: no locked instruction at all);
 //! every wait pays one heavy fence (two per grace period; `membarrier` takes
 //! microseconds). Worth it where reads vastly outnumber grace periods.
+//!
+//! # Chosen at run time (feature `auto-fence`)
+//!
+//! The cfg is a static choice: the binary promises a heavy fence. Where whether one
+//! exists is only known when the program runs (a Linux kernel with or without
+//! `membarrier`; firmware that sets up its IPI at boot), feature `auto-fence` lets the
+//! process decide once, as liburcu's memb flavour does at start-up:
+//!
+//! * a reader reads one read-mostly word (on a line of its own where padding is on):
+//!   [`FenceMode::Heavy`] gets the compiler fence, anything else (not decided yet, or
+//!   [`FenceMode::Full`]) the full fence, which is right against a grace period of
+//!   either kind. A reader never decides.
+//! * a grace period's wait step acts only on the final mode: if nothing has decided
+//!   yet, it decides ([`fence_mode`]): `Heavy` if a fence was [`install`]ed, or, with
+//!   feature `membarrier` on Linux, if the kernel registers the process for
+//!   `MEMBARRIER_CMD_PRIVATE_EXPEDITED`; `Full` otherwise. In `Heavy` it runs
+//!   everything described above; in `Full`, no heavy fence at all.
+//! * **the mode never changes once decided** (`install` then fails with
+//!   [`Error::Decided`](crate::Error::Decided), a second fence with
+//!   [`Error::Busy`](crate::Error::Busy)). That is the whole safety argument: only the
+//!   pairing "reader with a compiler fence, wait without a heavy fence" is wrong, a
+//!   reader uses the compiler fence only after reading the final `Heavy`, and every
+//!   wait that could scan it acts on that same final value. Readers that entered
+//!   before the decision used the full fence. A mode that could switch with a reader
+//!   inside is the broken variant `Mutant::ModeSwitchesLive`; the store-buffering
+//!   torture of `tests/asymmetric.rs`, run in this build, catches it.
+//!
+//! Firmware installs its fence at boot, once the IPI works and before its first grace
+//! period (readers may already run): `rcu::heavy::install::<MyIpiFence>()`. Cost over
+//! the static choices: one load and a predictable branch per outermost lock; the
+//! domain keeps the heavy-fence marks in both modes. With `--cfg
+//! rcuref_asymmetric_fence` the feature does nothing (the static choice wins).
 
 /// A heavy fence: see the module docs for the contract.
 ///
@@ -178,19 +210,222 @@ extern "Rust" {
     fn _rcuref_heavy_fence_v1();
 }
 
-/// The binary's heavy fence (under `--cfg rcuref_asymmetric_fence`).
-#[cfg(rcuref_heavy)]
+/// The heavy fence: the binary's (`--cfg rcuref_asymmetric_fence`), or the one chosen at
+/// run time (feature `auto-fence`; only called once [`on`] has said the mode is heavy).
+#[cfg(rcuref_fences)]
 #[inline]
 pub(crate) fn heavy_fence() {
     divert!(SkipHeavyFence => ());
+    #[cfg(rcuref_heavy)]
     // SAFETY: the symbol is defined by `set_heavy_fence!`, which forwards to a
     // `HeavyFence` implementation; calling it has no precondition.
-    unsafe { _rcuref_heavy_fence_v1() }
+    unsafe {
+        _rcuref_heavy_fence_v1()
+    }
+    #[cfg(rcuref_auto)]
+    auto::heavy_fence();
+}
+
+/// Whether grace periods must issue heavy fences: always under `--cfg
+/// rcuref_asymmetric_fence`; with feature `auto-fence`, once the mode is decided heavy
+/// (deciding it now if nobody has: writers act only on the final choice); never
+/// otherwise.
+#[cfg(rcuref_fences)]
+#[inline(always)]
+pub(crate) fn on() -> bool {
+    #[cfg(rcuref_heavy)]
+    return true;
+    #[cfg(rcuref_auto)]
+    return auto::decided() == FenceMode::Heavy;
+}
+
+/// Whether a reader may end its lock with a compiler fence instead of a full one (feature
+/// `auto-fence`): once the mode has been decided heavy. A reader never decides: an undecided mode gets the full fence, which
+/// is safe against a grace period of either mode.
+#[cfg(rcuref_auto)]
+#[inline(always)]
+pub(crate) fn readers_skip_fence() -> bool {
+    auto::readers_skip_fence()
+}
+
+/// How the read side orders its sections in a build that chooses at run time (feature
+/// `auto-fence`; see the module docs, "Chosen at run time").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum FenceMode {
+    /// Readers issue a full fence after announcing a section; grace periods issue no
+    /// heavy fence (the default mode's costs).
+    Full,
+    /// Readers issue only a compiler fence; every wait of a grace period issues a heavy
+    /// fence (the asymmetric mode's costs).
+    Heavy,
+}
+
+#[cfg(all(rcuref_auto, rcuref_variants))]
+pub(crate) use auto::force;
+#[cfg(rcuref_auto)]
+pub use auto::{fence_mode, install};
+
+#[cfg(rcuref_auto)]
+mod auto {
+    //! The run-time choice. INVARIANTS:
+    //! * `mode` is `UNDECIDED` until its one successful compare-exchange to `FULL` or
+    //!   `HEAVY`, and never changes after it: every context that acts on the mode acts
+    //!   on that one final value (writers decide before they act, readers treat
+    //!   "undecided" as `FULL`, which is safe against either).
+    //! * `fence` is null or a function made from a [`HeavyFence`](super::HeavyFence)
+    //!   implementation's `heavy_fence`, set once; `mode` is `HEAVY` only if `fence` was
+    //!   set before (in `fence`'s modification order, and `Release`/`Acquire` make it
+    //!   visible to whoever reads `HEAVY` with `Acquire`).
+    use super::FenceMode;
+    use crate::error::Error;
+    use crate::pad::Line;
+    use crate::sync::Ordering::{AcqRel, Acquire, Relaxed, Release};
+    use crate::sync::{AtomicPtr, AtomicU32};
+
+    const UNDECIDED: u32 = 0;
+    const FULL: u32 = 1;
+    const HEAVY: u32 = 2;
+
+    struct Choice {
+        mode: AtomicU32,
+        fence: AtomicPtr<()>,
+    }
+
+    /// On a line of its own where padding is on: every outermost lock reads `mode`.
+    static CHOICE: Line<Choice> = Line(Choice {
+        mode: AtomicU32::new(UNDECIDED),
+        fence: AtomicPtr::new(core::ptr::null_mut()),
+    });
+
+    #[inline(always)]
+    pub(super) fn readers_skip_fence() -> bool {
+        // Relaxed: the reader only needs the value. `HEAVY` is final, so every grace
+        // period acts on it too; anything else gets the full fence.
+        CHOICE.0.mode.load(Relaxed) == HEAVY
+    }
+
+    /// The final mode, deciding it if nobody has.
+    #[inline]
+    pub(super) fn decided() -> FenceMode {
+        match CHOICE.0.mode.load(Acquire) {
+            HEAVY => FenceMode::Heavy,
+            FULL => FenceMode::Full,
+            _ => decide(),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn decide() -> FenceMode {
+        let m = if !CHOICE.0.fence.load(Acquire).is_null() || detect() {
+            HEAVY
+        } else {
+            FULL
+        };
+        // The first decision wins; a loser acts on the winner's.
+        let m = match CHOICE
+            .0
+            .mode
+            .compare_exchange(UNDECIDED, m, AcqRel, Acquire)
+        {
+            Ok(_) => m,
+            Err(won) => won,
+        };
+        if m == HEAVY {
+            FenceMode::Heavy
+        } else {
+            FenceMode::Full
+        }
+    }
+
+    /// Finds a heavy fence of the platform, if there is one, and offers it as the
+    /// fence (first come: an installed one stays). Idempotent; never blocks.
+    fn detect() -> bool {
+        #[cfg(all(feature = "membarrier", target_os = "linux", not(miri)))]
+        if super::membarrier::register() {
+            let f = <super::Membarrier as super::HeavyFence>::heavy_fence as fn();
+            let _ = CHOICE.0.fence.compare_exchange(
+                core::ptr::null_mut(),
+                f as *mut (),
+                Release,
+                Relaxed,
+            );
+            return true;
+        }
+        false
+    }
+
+    pub(super) fn heavy_fence() {
+        let p = CHOICE.0.fence.load(Acquire);
+        // `on()` said heavy, so a fence was set before the mode (invariant): non-null.
+        if !p.is_null() {
+            // SAFETY: `fence` only ever holds null or a pointer made from a `fn()` (a
+            // `HeavyFence::heavy_fence`) in `install` or `detect`; function and data
+            // pointers have the same size and representation on every target this
+            // crate supports (as in `log.rs`).
+            let f: fn() = unsafe { core::mem::transmute::<*mut (), fn()>(p) };
+            f();
+        }
+    }
+
+    /// Installs `F` as the heavy fence and makes the read side's mode
+    /// [`Heavy`](FenceMode::Heavy), if the mode is not decided yet: call it at boot,
+    /// once the fence works (its IPI is set up), before the first grace period. Readers
+    /// that entered their sections before it ran used the full fence, which stays
+    /// correct.
+    ///
+    /// # Errors
+    /// [`Error::Busy`] if a heavy fence was already installed (or found: membarrier),
+    /// [`Error::Decided`] if the mode was decided without one (a grace period asked
+    /// first): the mode never changes once decided, because a reader inside a section
+    /// with a compiler fence, or a wait that skipped its heavy fence, could otherwise
+    /// meet the other mode (`Mutant::ModeSwitchesLive`).
+    pub fn install<F: super::HeavyFence>() -> Result<(), Error> {
+        divert!(ModeSwitchesLive => crate::rcu::broken::install_live(F::heavy_fence));
+        let f = F::heavy_fence as fn();
+        if CHOICE.0.mode.load(Acquire) == FULL {
+            return Err(Error::Decided);
+        }
+        CHOICE
+            .0
+            .fence
+            .compare_exchange(core::ptr::null_mut(), f as *mut (), Release, Relaxed)
+            .map_err(|_| Error::Busy)?;
+        match CHOICE
+            .0
+            .mode
+            .compare_exchange(UNDECIDED, HEAVY, AcqRel, Acquire)
+        {
+            Ok(_) | Err(HEAVY) => Ok(()),
+            Err(_) => Err(Error::Decided),
+        }
+    }
+
+    /// The read side's mode, deciding it now if nothing has (a program that wants the
+    /// first grace period not to pay membarrier's registration calls it at start-up).
+    /// With feature `membarrier` on Linux: `Heavy` when the kernel offers
+    /// `MEMBARRIER_CMD_PRIVATE_EXPEDITED`, else `Full`; elsewhere `Heavy` only if a
+    /// fence was [`install`]ed first.
+    pub fn fence_mode() -> FenceMode {
+        decided()
+    }
+
+    /// `Mutant::ModeSwitchesLive`'s access (src/mutants/rcu.rs): set the mode to `m`
+    /// whatever it was.
+    #[cfg(rcuref_variants)]
+    pub(crate) fn force(m: FenceMode, fence: Option<fn()>) {
+        if let Some(f) = fence {
+            CHOICE.0.fence.store(f as *mut (), Release);
+        }
+        let v = if m == FenceMode::Heavy { HEAVY } else { FULL };
+        CHOICE.0.mode.store(v, Release);
+    }
 }
 
 /// What a heavy-fence mark holds when it names no wait: an even value (waits are odd),
 /// so it never equals the wait a driver compares it with.
-#[cfg(rcuref_heavy)]
+#[cfg(rcuref_fences)]
 pub(super) const NO_WAIT: u32 = 0;
 
 /// A domain's record of heavy fences (asymmetric-fence builds).
@@ -205,13 +440,13 @@ pub(super) const NO_WAIT: u32 = 0;
 ///   as that driver knows, not yet left: a driver clears it (if it still names its wait)
 ///   when its fence returns or panics. A hint for blocking waiters; nothing about safety
 ///   depends on it.
-#[cfg(rcuref_heavy)]
+#[cfg(rcuref_fences)]
 pub(crate) struct FenceMarks {
     pub(super) begun: crate::sync::AtomicU32,
     pub(super) returned: crate::sync::AtomicU32,
 }
 
-#[cfg(rcuref_heavy)]
+#[cfg(rcuref_fences)]
 impl FenceMarks {
     /// No fence yet.
     pub(crate) const fn new() -> Self {
@@ -225,13 +460,13 @@ impl FenceMarks {
 /// A driver's heavy fence for wait `g`, under way: leaving it, by returning or by a
 /// panic, clears `begun` if it still names `g`, so that no waiter holds back for a fence
 /// that is no longer running.
-#[cfg(rcuref_heavy)]
+#[cfg(rcuref_fences)]
 pub(super) struct UnderWay<'a> {
     pub(super) begun: &'a crate::sync::AtomicU32,
     pub(super) g: u32,
 }
 
-#[cfg(rcuref_heavy)]
+#[cfg(rcuref_fences)]
 impl Drop for UnderWay<'_> {
     fn drop(&mut self) {
         use crate::sync::Ordering::Relaxed;
@@ -268,7 +503,7 @@ impl Drop for UnderWay<'_> {
 #[inline(always)]
 #[allow(unused_variables)]
 pub(crate) fn before_step<const N: usize>(rcu: &super::Rcu<N>, g: u32, next: u32) {
-    #[cfg(rcuref_heavy)]
+    #[cfg(rcuref_fences)]
     {
         use crate::sync::Ordering::Relaxed;
         divert!(MarkKeptAcrossLaps => ());
@@ -296,9 +531,12 @@ pub(crate) fn before_step<const N: usize>(rcu: &super::Rcu<N>, g: u32, next: u32
 #[inline(always)]
 #[allow(unused_variables)]
 pub(crate) fn in_wait_step<const N: usize>(rcu: &super::Rcu<N>, g: u32, patient: bool) -> bool {
-    #[cfg(rcuref_heavy)]
+    #[cfg(rcuref_fences)]
     {
         use crate::sync::Ordering::{Acquire, Relaxed, Release};
+        if !on() {
+            return true; // readers run the full fence (`auto-fence` decided `Full`)
+        }
         divert!(HeavyFenceEveryScan | FenceEmptyDomain | ImpatientWaiters | FencedBeforeHeavyFence
             => super::broken::in_wait_step(rcu, g, patient));
         let marks = &rcu.fences.0;
@@ -340,6 +578,13 @@ pub struct Membarrier;
 
 #[cfg(all(feature = "membarrier", target_os = "linux"))]
 mod membarrier {
+    /// Registers the process for the expedited command (idempotent): whether the kernel
+    /// offers it. What `auto-fence` asks before it picks the heavy mode.
+    #[cfg(rcuref_auto)]
+    pub(super) fn register() -> bool {
+        membarrier(CMD_REGISTER_PRIVATE_EXPEDITED)
+    }
+
     use portable_atomic::{AtomicU8, Ordering::Relaxed};
 
     const CMD_GLOBAL: libc::c_long = 1;

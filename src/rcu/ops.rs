@@ -51,9 +51,9 @@ pub(crate) struct ReadSide {
     pub(crate) after_lock: Fence,
     /// After a `ContextReader`'s nested store: the reader fence ([`lock_nested_in_context`]).
     pub(crate) after_nested_in_context: Fence,
-    /// After a won claim: a full fence in the asymmetric mode (a wait step that finds
-    /// every slot free skips its heavy fence; litmus: `asym-empty-domain-skips-the-fence`),
-    /// none otherwise. Claims are rare.
+    /// After a won claim: a full fence in the asymmetric mode and wherever it may be
+    /// chosen at run time (a wait step that finds every slot free skips its heavy fence;
+    /// litmus: `asym-empty-domain-skips-the-fence`), none otherwise. Claims are rare.
     pub(crate) after_claim: Fence,
 }
 
@@ -62,7 +62,7 @@ pub(crate) const READ_SIDE: ReadSide = ReadSide {
     lock_store: SlotStore::Release,
     after_lock: Fence::Reader,
     after_nested_in_context: Fence::Reader,
-    after_claim: if cfg!(rcuref_heavy) {
+    after_claim: if cfg!(rcuref_fences) {
         Fence::Full
     } else {
         Fence::None

@@ -255,8 +255,10 @@ impl<'c, 'd, const N: usize> Waiting<'c, 'd, N> {
         // before its load of the announcement (store buffering): the heavy fence makes
         // the reader's core order the two, so either the scan sees the unlock or the
         // unlock sees the announcement.
-        #[cfg(rcuref_heavy)]
-        super::heavy::heavy_fence();
+        #[cfg(rcuref_fences)]
+        if super::heavy::on() {
+            super::heavy::heavy_fence();
+        }
         if self.until.is_some_and(|done| done()) {
             return;
         }

@@ -162,6 +162,42 @@ pub fn asymmetric(run: &mut Run) {
     );
 }
 
+/// The read side's fence chosen at run time (feature `auto-fence`): without a platform
+/// fence (`Full`, or `Heavy` once one is installed at boot), and, on Linux, with
+/// `membarrier` found at run time: the asymmetric suite again in that mode, with the
+/// control that switches the mode under a reader.
+pub fn auto_fence(run: &mut Run) {
+    run.cargo(
+        "host: the fence chosen at run time (auto-fence): full without a platform fence, \
+         heavy once one is installed, never changed once decided",
+        Expect::Tests(AUTO_FENCE_TESTS),
+        &["test", "--features", "auto-fence", "--test", "auto_fence"],
+        &[("CARGO_TARGET_DIR", "target/auto")],
+    );
+    #[cfg(target_os = "linux")]
+    run.cargo(
+        "host: the fence chosen at run time with membarrier (heavy): the asymmetric suite \
+         and its controls in that mode, a mode switched under a reader caught",
+        Expect::Tests(AUTO_MEMBARRIER_TESTS),
+        &[
+            "test",
+            "--release",
+            "--features",
+            "membarrier",
+            "--test",
+            "asymmetric",
+            "--test",
+            "auto_fence",
+            "--",
+            "--test-threads=1",
+        ],
+        &[
+            ("RUSTFLAGS", "--cfg rcuref_mutants"),
+            ("CARGO_TARGET_DIR", "target/auto"),
+        ],
+    );
+}
+
 /// `cargo test` over the default members (the library's unit tests, every integration
 /// test of a plain build, the doctests; xtask, the runner, the probe): 157 listed by
 /// `cargo test -- --list`, less the 2^32 pool test, ignored in debug builds.
@@ -184,3 +220,9 @@ const HOST_NEGATIVE_CONTROLS: u64 = 8;
 const INJECTION_TESTS: u64 = 61;
 /// asymmetric 10, heavy_fence_placement 20, panic_injection 18.
 const ASYMMETRIC_TESTS: u64 = 48;
+/// auto_fence without membarrier: its 3 scenarios of the mode and the RCU cases.
+const AUTO_FENCE_TESTS: u64 = 4;
+/// asymmetric 12 (its 10, the refused late install, the mode-switch control) and
+/// auto_fence 2 (membarrier found, the RCU cases).
+#[cfg(target_os = "linux")]
+const AUTO_MEMBARRIER_TESTS: u64 = 14;

@@ -34,4 +34,21 @@ pub fn all(run: &mut Run) {
         ],
         &[("CARGO_TARGET_DIR", "target/clippy")],
     );
+    run.cargo(
+        "lint: clippy on the library and its tests with the fence chosen at run time \
+         (membarrier, auto-fence), warnings denied",
+        Expect::NoTests,
+        &[
+            "clippy",
+            "-p",
+            "rcuref",
+            "--all-targets",
+            "--features",
+            "std,membarrier",
+            "--",
+            "-D",
+            "warnings",
+        ],
+        &[("CARGO_TARGET_DIR", "target/clippy")],
+    );
 }

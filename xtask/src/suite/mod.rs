@@ -97,6 +97,7 @@ pub fn test(args: &[String]) -> Result<(), String> {
     host::injection(&mut run);
     #[cfg(target_os = "linux")]
     host::asymmetric(&mut run);
+    host::auto_fence(&mut run);
     litmus::suite(&mut run);
     ffi::suite(&mut run, host_only);
     litmus::control(&mut run);
