@@ -154,6 +154,7 @@ impl Drop for Restore {
         SLOW.store(false, SeqCst);
         PANIC_ONCE.store(false, SeqCst);
         LAP.store(std::ptr::null_mut(), SeqCst);
+        RCU.set_wake_hook(None);
         set_pause_hook(None);
         select(Mutant::None);
         set_gp_bits(32);
@@ -391,6 +392,113 @@ fn negative_control_impatient_waiters_are_counted() {
     let per_gp = fences_per_shared_grace_period();
     select(Mutant::None);
     assert!(per_gp > 2.3, "only {per_gp} heavy fences per grace period");
+}
+
+static WOKEN: AtomicBool = AtomicBool::new(false);
+static WAKES: AtomicU32 = AtomicU32::new(0);
+
+fn wake_sharer() {
+    WAKES.fetch_add(1, SeqCst);
+    WOKEN.store(true, SeqCst);
+}
+
+/// How a blocking wait that met driver A's heavy fence under way (A held inside it)
+/// went: (its sleeps, of which ended by a wake, heavy fences issued while A was held).
+/// The wait sleeps through `rcu::sleeping(0, ..)`, each sleep until woken or 2 s.
+fn waiter_beside_a_held_fence() -> (u32, u32, u32) {
+    let _registered = RCU.reader().unwrap(); // a claimed slot: waits need a heavy fence
+    let g0 = RCU.gp_counter();
+    RCU.set_wake_hook(Some(wake_sharer));
+    let (a, held) = start_held(Hold::InItsFirstFence);
+    assert!(held, "driver A did not stop inside its heavy fence");
+    assert_eq!(RCU.gp_counter(), g0 | 1, "A is at its first wait");
+    let fences_at_hold = FENCES.load(SeqCst);
+    let sleeps = AtomicU32::new(0);
+    let woken_sleeps = AtomicU32::new(0);
+    let fences_while_held = AtomicU32::new(u32::MAX);
+    std::thread::scope(|s| {
+        let waiter = s.spawn(|| {
+            let mut r = RCU.reader().unwrap();
+            r.synchronize(rcuref::rcu::sleeping(0, || {
+                sleeps.fetch_add(1, SeqCst);
+                let t0 = Instant::now();
+                while !WOKEN.swap(false, SeqCst) {
+                    if t0.elapsed() > Duration::from_secs(2) {
+                        return;
+                    }
+                    std::thread::yield_now();
+                }
+                woken_sleeps.fetch_add(1, SeqCst);
+            }))
+            .unwrap();
+        });
+        // Let the waiter meet A's fence and go to sleep (or fence for itself).
+        let t0 = Instant::now();
+        while sleeps.load(SeqCst) == 0 && FENCES.load(SeqCst) == fences_at_hold {
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "the waiter never got going"
+            );
+            std::thread::yield_now();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        fences_while_held.store(FENCES.load(SeqCst) - fences_at_hold, SeqCst);
+        RELEASE.store(true, SeqCst);
+        waiter.join().unwrap();
+    });
+    a.join().unwrap();
+    RCU.set_wake_hook(None);
+    (
+        sleeps.load(SeqCst),
+        woken_sleeps.load(SeqCst),
+        fences_while_held.load(SeqCst),
+    )
+}
+
+/// A blocking wait whose wait's heavy fence another driver is issuing sleeps until that
+/// fence returns, and is woken by its return: no fence of its own meanwhile, and every
+/// sleep ended by a wake, none by its 2 s bound (issue 27, item 3).
+#[test]
+fn a_waiter_sleeps_until_the_fence_under_way_returns() {
+    let _restore = Restore::take();
+    let (sleeps, woken, fences) = waiter_beside_a_held_fence();
+    assert!(
+        sleeps >= 1,
+        "the waiter never slept beside the fence under way"
+    );
+    assert_eq!(
+        fences, 0,
+        "the waiter fenced for itself while A's fence ran"
+    );
+    assert_eq!(
+        woken,
+        sleeps,
+        "{} of {sleeps} sleeps ran out their bound",
+        sleeps - woken
+    );
+}
+
+/// The control: a returning fence that wakes nobody leaves the sleeper to its bound.
+#[test]
+fn negative_control_a_fence_return_that_wakes_nobody_is_caught() {
+    let _restore = Restore::take();
+    select(Mutant::FenceReturnWakesNobody);
+    let (sleeps, woken, _) = waiter_beside_a_held_fence();
+    select(Mutant::None);
+    assert!(
+        sleeps >= 1 && woken < sleeps,
+        "{woken} of {sleeps} sleeps woken"
+    );
+}
+
+/// The control: a waiter that does not hold back issues its own fence beside A's.
+#[test]
+fn negative_control_a_waiter_fencing_beside_a_fence_under_way_is_caught() {
+    let _restore = Restore::take();
+    select(Mutant::ImpatientWaiters);
+    let (_, _, fences) = waiter_beside_a_held_fence();
+    select(Mutant::None);
+    assert!(fences >= 1, "no fence of its own beside A's");
 }
 
 /// A lone blocking wait with no reader ends at its first attempt: it never holds back

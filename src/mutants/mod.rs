@@ -128,6 +128,10 @@ mutants! {
     /// sections: a reader that entered with a compiler fence meets a wait that read
     /// "full" and skipped its heavy fence.
     ModeSwitchesLive,
+    /// RCU, heavy mode: a driver whose heavy fence returns wakes nobody, so a blocking
+    /// wait that sleeps until another driver's fence for its wait returns sleeps out
+    /// its own bound instead (`tests/heavy_fence_placement.rs`).
+    FenceReturnWakesNobody,
     /// RCU, asymmetric mode, **not a bug**: every scan issues a heavy fence of its own
     /// (the old design), none shared through `returned`. Only slower: the fence-count test
     /// must see it.

@@ -168,10 +168,7 @@ pub(crate) fn in_wait_step<const N: usize>(rcu: &Rcu<N>, g: u32, patient: bool) 
         return false;
     }
     marks.begun.store(g, Relaxed);
-    let _under_way = super::heavy::UnderWay {
-        begun: &marks.begun,
-        g,
-    };
+    let _under_way = super::heavy::UnderWay { rcu, g };
     if mutant!(FencedBeforeHeavyFence) {
         marks.returned.store(g, Release);
     }

@@ -256,7 +256,7 @@ const MAX_BACKOFF: u32 = 64;
 /// Attempts for which a blocking wait leaves a wait's heavy fence to the driver already
 /// issuing it (asymmetric-fence mode, `heavy::in_wait_step`); after that it fences for
 /// itself, so a driver stopped inside its fence holds the others up only this long.
-const PATIENCE: u32 = 1024;
+pub(super) const PATIENCE: u32 = 1024;
 /// `2^BACKOFF_SHIFT >= MAX_BACKOFF`: where the doubling stops.
 #[cfg(not(loom))]
 const BACKOFF_SHIFT: u32 = 6;

@@ -51,7 +51,14 @@
 //! back-off, for up to `PATIENCE` attempts, after which it fences for itself (so a
 //! driver stopped inside its fence delays the others by a bounded time, never for
 //! ever). Two concurrent `synchronize` calls then cost two heavy fences per grace
-//! period, not four (`docs/bench/REPORT.md`, grace-period throughput).
+//! period, not four (`docs/bench/REPORT.md`, grace-period throughput). A blocking wait
+//! whose hook sleeps ([`Waiting::sleep`](super::Waiting::sleep)) while another driver's
+//! fence for its wait is under way sleeps until that fence returns, instead of
+//! spinning beside it: the returning driver (returning or unwinding) runs a full fence
+//! and wakes the domain's sleepers, and the sleeper runs one between its announcement
+//! and its look at the marks, so one of the two sees the other (store buffering with a
+//! fence on each side); `a_waiter_sleeps_until_the_fence_under_way_returns` in
+//! `tests/heavy_fence_placement.rs`, with the control `Mutant::FenceReturnWakesNobody`.
 //!
 //! # The marks
 //!
@@ -457,26 +464,67 @@ impl FenceMarks {
     }
 }
 
-/// A driver's heavy fence for wait `g`, under way: leaving it, by returning or by a
-/// panic, clears `begun` if it still names `g`, so that no waiter holds back for a fence
-/// that is no longer running.
+/// A driver's heavy fence for wait `g` of `rcu`, under way: leaving it, by returning or
+/// by a panic, clears `begun` if it still names `g`, so that no waiter holds back for a
+/// fence that is no longer running, then wakes the waits that sleep until it returns
+/// ([`sleep_for_fence`]).
 #[cfg(rcuref_fences)]
-pub(super) struct UnderWay<'a> {
-    pub(super) begun: &'a crate::sync::AtomicU32,
+pub(super) struct UnderWay<'a, const N: usize> {
+    pub(super) rcu: &'a super::Rcu<N>,
     pub(super) g: u32,
 }
 
 #[cfg(rcuref_fences)]
-impl Drop for UnderWay<'_> {
+impl<const N: usize> Drop for UnderWay<'_, N> {
     fn drop(&mut self) {
-        use crate::sync::Ordering::Relaxed;
+        use crate::sync::Ordering::{Relaxed, SeqCst};
         divert!(BegunLeftBehind => ());
         // Only if still ours to clear: a driver that began this wait's fence (or a later
         // wait's) since then keeps its hint.
         let _ = self
+            .rcu
+            .fences
+            .0
             .begun
             .compare_exchange(self.g, NO_WAIT, Relaxed, Relaxed);
+        divert!(FenceReturnWakesNobody => ());
+        // The mark (stored before this drop when the fence returned) and the cleared hint
+        // before the load of the announcement, against a sleeper's announcement before
+        // its look at them (`sleep_for_fence`): store buffering with a full fence on
+        // each side, so either it sees the fence over or this sees it announced. One
+        // fence per heavy fence (which costs microseconds).
+        crate::sync::fence(SeqCst);
+        self.rcu.wake_all_sleepers();
     }
+}
+
+/// A blocking wait about to sleep (`Waiting::sleep`, announced): if another driver's
+/// heavy fence for the wait the counter stands at is under way, sleeps through `sleep`
+/// until that fence returns (its driver wakes the domain's sleepers, [`UnderWay`]) and
+/// returns `true`; the wait then scans without a fence of its own. `false` (nothing
+/// done) otherwise, or for a wait that is no longer `patient` (it fences for itself).
+/// The heavy mode only: in the others no fence is ever under way.
+#[cfg(rcuref_fences)]
+pub(super) fn sleep_for_fence<const N: usize>(
+    rcu: &super::Rcu<N>,
+    patient: bool,
+    sleep: impl FnOnce(),
+) -> bool {
+    use crate::sync::Ordering::{Relaxed, SeqCst};
+    if !patient || !on() {
+        return false;
+    }
+    // The announcement (made by the caller) before the look at the marks: pairs with
+    // the fence in `UnderWay::drop`.
+    crate::sync::fence(SeqCst);
+    let g = rcu.gp.0.load(Relaxed);
+    let marks = &rcu.fences.0;
+    let under_way =
+        g & 1 == 1 && marks.begun.load(Relaxed) == g && marks.returned.load(Relaxed) != g;
+    if under_way {
+        sleep();
+    }
+    under_way
 }
 
 /// A step of the counter from `g` to `next` that its lap guard has allowed, about to be
@@ -554,10 +602,7 @@ pub(crate) fn in_wait_step<const N: usize>(rcu: &super::Rcu<N>, g: u32, patient:
             return false; // another driver is fencing this wait: no scan, no step
         }
         marks.begun.store(g, Relaxed);
-        let _under_way = UnderWay {
-            begun: &marks.begun,
-            g,
-        };
+        let _under_way = UnderWay { rcu, g };
         heavy_fence();
         marks.returned.store(g, Release);
     }

@@ -230,7 +230,9 @@ impl<'c, 'd, const N: usize> Waiting<'c, 'd, N> {
     /// in the domain, polls once more, and calls `sleep` only if the grace period still
     /// has not ended. The next reader's outermost unlock calls the domain's wake hook
     /// ([`Rcu::set_wake_hook`](super::Rcu::set_wake_hook)), which should make `sleep`
-    /// return; the wait then polls again. For a writer that shares its core with the
+    /// return; the wait then polls again. In the heavy mode, a wait that finds another
+    /// driver's heavy fence for its wait under way sleeps until that fence returns (its
+    /// driver calls the wake hook) rather than issue one of its own. For a writer that shares its core with the
     /// readers it waits for (more tasks than cores, a priority scheduler): it gives them
     /// the core instead of polling.
     ///
@@ -251,6 +253,27 @@ impl<'c, 'd, const N: usize> Waiting<'c, 'd, N> {
     pub fn sleep(&self, sleep: impl FnOnce()) {
         let rcu = self.cookie.rcu;
         rcu.announce_sleep();
+        // Another driver's heavy fence for this wait under way: sleep until it returns
+        // (it wakes the sleepers), rather than issue a fence of our own.
+        #[cfg(rcuref_fences)]
+        let sleep = match self.until {
+            None => {
+                let mut sleep = Some(sleep);
+                let patient = self.attempts < super::gp::PATIENCE;
+                if super::heavy::sleep_for_fence(rcu, patient, || {
+                    if let Some(f) = sleep.take() {
+                        f()
+                    }
+                }) {
+                    return;
+                }
+                match sleep {
+                    Some(f) => f,
+                    None => return,
+                }
+            }
+            Some(_) => sleep,
+        };
         // The announcement before the poll's scan, against a reader's unlock store
         // before its load of the announcement (store buffering): the heavy fence makes
         // the reader's core order the two, so either the scan sees the unlock or the

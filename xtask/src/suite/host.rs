@@ -218,8 +218,8 @@ const HOST_NEGATIVE_CONTROLS: u64 = 8;
 /// sleeping_review 6 (3 plain, a wake between the last poll and the sleep, its control,
 /// the every-unlock-wakes control).
 const INJECTION_TESTS: u64 = 61;
-/// asymmetric 10, heavy_fence_placement 20, panic_injection 18.
-const ASYMMETRIC_TESTS: u64 = 48;
+/// asymmetric 10, heavy_fence_placement 23, panic_injection 18.
+const ASYMMETRIC_TESTS: u64 = 51;
 /// auto_fence without membarrier: its 3 scenarios of the mode and the RCU cases.
 const AUTO_FENCE_TESTS: u64 = 4;
 /// asymmetric 12 (its 10, the refused late install, the mode-switch control) and
