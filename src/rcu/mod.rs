@@ -336,6 +336,7 @@ mod readers;
 mod sections;
 pub(crate) mod value;
 mod wait;
+mod wakers;
 
 pub use call::{CallQueue, Ran};
 pub use cell::{RcuCell, Retired};
@@ -349,3 +350,4 @@ pub use value::RcuValue;
 pub use wait::{forever, sleeping, spin, Deadline, GracePeriod, StallDetector, Waiting};
 #[cfg(all(feature = "std", not(loom)))]
 pub use wait::{std_sleeping, std_wake, SLEEP_BOUND};
+pub use wakers::Wakers;
