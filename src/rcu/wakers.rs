@@ -154,7 +154,8 @@ impl WakerCell {
 /// wakes every waker of the set (each woken future polls, and sleeps again if its grace
 /// period has not ended). Cost: three words per cell, and none in the domain.
 ///
-/// **When it re-polls instead** (wakes its own task, today's [`GpCookie::wait`]):
+/// **When it re-polls instead** (wakes its own task, as
+/// [`GpCookie::wait`](super::GpCookie::wait) does):
 /// * where an unlock can miss the announcement: the default mode on more than one core
 ///   (nothing orders an unlock's store before its load of the announcement, and a
 ///   future has no timeout to sleep out a missed wake as a blocking sleep does). Only
