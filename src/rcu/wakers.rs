@@ -286,3 +286,78 @@ impl Drop for Registration {
         self.release();
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    use std::sync::Arc;
+    use std::task::Wake;
+
+    struct Count(AtomicUsize);
+    impl Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, SeqCst);
+        }
+    }
+
+    fn counting() -> (Waker, Arc<Count>) {
+        let c = Arc::new(Count(AtomicUsize::new(0)));
+        (Waker::from(c.clone()), c)
+    }
+
+    /// One cell, one context: a registered waker is woken once and forgotten; a
+    /// registration during a wake reports it; a release takes the waker out.
+    #[test]
+    fn a_cell_wakes_once_and_reports_a_wake_during_registration() {
+        let cell = WakerCell::new();
+        let (w, n) = counting();
+        assert!(cell.claim());
+        assert!(!cell.claim(), "claimed twice");
+        assert!(cell.register(&w));
+        cell.wake();
+        cell.wake();
+        assert_eq!(n.0.load(SeqCst), 1);
+        // A wake holding the key: the registration must report it.
+        cell.state.fetch_or(WAKING, SeqCst);
+        assert!(!cell.register(&w));
+        cell.state.fetch_and(!WAKING, SeqCst);
+        assert!(cell.register(&w));
+        cell.release();
+        cell.wake();
+        assert_eq!(n.0.load(SeqCst), 1, "a released cell's waker was woken");
+        assert_eq!(cell.state.load(SeqCst), 0);
+    }
+
+    /// A registering thread against a waking thread (Miri's race detector watches the
+    /// waker's cell): every registration either reports a wake or is taken out by a
+    /// later wake, so after the last wake the cell holds no waker.
+    #[test]
+    fn registrations_racing_wakes_leave_nothing_behind() {
+        static CELL: WakerCell = WakerCell::new();
+        let rounds = if cfg!(miri) { 50 } else { 20_000 };
+        assert!(CELL.claim());
+        let (w, n) = counting();
+        let waker = std::thread::spawn(move || {
+            for _ in 0..rounds {
+                CELL.wake();
+            }
+        });
+        let mut reported = 0usize;
+        for _ in 0..rounds {
+            if !CELL.register(&w) {
+                reported += 1;
+            }
+        }
+        waker.join().unwrap();
+        CELL.wake();
+        // SAFETY: no other context uses the cell now (the waking thread has joined).
+        assert!(
+            unsafe { (*CELL.waker.get()).is_none() },
+            "a waker left behind"
+        );
+        assert_eq!(CELL.state.load(SeqCst), CLAIMED);
+        assert!(n.0.load(SeqCst) + reported >= 1);
+        CELL.release();
+    }
+}
