@@ -248,3 +248,9 @@ pub(crate) fn free_before_run<'a, const N: usize>(
     super::call::hand_on(state, super::call::FREE);
     None
 }
+
+/// `Mutant::WakersKeptOnRelease`: a waker cell given up with its waker still in it (its
+/// `state`), so a later wake of the set wakes the task of a future that is gone.
+pub(crate) fn release_keeping_waker(state: &crate::sync::AtomicU32) {
+    state.fetch_and(!super::wakers::CLAIMED, Release);
+}

@@ -8,7 +8,7 @@ use core::task::Waker;
 
 /// A future owns the cell (set by the `fetch_or` that found it clear, cleared by that
 /// future's `release`).
-const CLAIMED: u32 = 1;
+pub(super) const CLAIMED: u32 = 1;
 /// The owner is storing its waker.
 const REGISTERING: u32 = 2;
 /// A wake (or the owner's release) is taking the waker out.
@@ -111,9 +111,7 @@ impl WakerCell {
     /// so that no later wake wakes a task for it. If a wake holds the key right now, that
     /// wake takes the waker and wakes the task once more: a spurious wake-up, harmless.
     fn release(&self) {
-        divert!(WakersKeptOnRelease => {
-            self.state.fetch_and(!CLAIMED, Release);
-        });
+        divert!(WakersKeptOnRelease => super::broken::release_keeping_waker(&self.state));
         let old = self.take();
         self.state.fetch_and(!CLAIMED, Release);
         drop(old);
@@ -352,10 +350,8 @@ mod tests {
         waker.join().unwrap();
         CELL.wake();
         // SAFETY: no other context uses the cell now (the waking thread has joined).
-        assert!(
-            unsafe { (*CELL.waker.get()).is_none() },
-            "a waker left behind"
-        );
+        let empty = unsafe { (*CELL.waker.get()).is_none() };
+        assert!(empty, "a waker left behind");
         assert_eq!(CELL.state.load(SeqCst), CLAIMED);
         assert!(n.0.load(SeqCst) + reported >= 1);
         CELL.release();
