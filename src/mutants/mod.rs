@@ -168,6 +168,16 @@ mutants! {
     /// even one whose section began after the wait's flip (the first version). Only
     /// slower: the writer wakes for nothing; `tests/sleeping.rs` counts the wakes.
     WakeOnEveryUnlock,
+    /// `Wakers`: a wake takes nobody's waker out and wakes nothing, so a future that
+    /// sleeps on the set is never woken by the reader's unlock (async waits hang).
+    WakersNeverWake,
+    /// `Wakers`: a future gives its cell up without taking its waker out, so a later
+    /// wake wakes the task of a future that was dropped (a stale waker).
+    WakersKeptOnRelease,
+    /// `GracePeriod` woken through `Wakers`: with every cell taken, the extra future
+    /// returns `Pending` without waking itself, and is never polled again (a lost
+    /// waiter instead of the fall-back to re-polling).
+    WakersFullSetSleeps,
     /// RCU, asymmetric mode, **not a bug**: a wait step issues its heavy fence even when
     /// every slot is free. Only slower: the fence-count test must see it.
     FenceEmptyDomain,

@@ -258,3 +258,9 @@ pub(crate) fn install_live(fence: fn()) -> Result<(), crate::Error> {
     }
     Ok(())
 }
+
+/// `Mutant::WakersKeptOnRelease`: a waker cell given up with its waker still in it (its
+/// `state`), so a later wake of the set wakes the task of a future that is gone.
+pub(crate) fn release_keeping_waker(state: &crate::sync::AtomicU32) {
+    state.fetch_and(!super::wakers::CLAIMED, Release);
+}

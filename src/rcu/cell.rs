@@ -215,6 +215,20 @@ impl<'a, T, const N: usize> Retired<'a, T, N> {
         // reference to it: this is now the only reference.
         unsafe { &mut *self.old.as_ptr() }
     }
+
+    /// [`reclaim_async`](Self::reclaim_async), woken through `wakers` by the unlock of
+    /// the reader it waits for instead of re-polling, where that is reliable (see
+    /// [`GpCookie::wait_woken`]).
+    pub async fn reclaim_async_woken<const K: usize>(
+        self,
+        wakers: &'static super::Wakers<K>,
+    ) -> &'a mut T {
+        self.cookie.wait_woken(wakers).await;
+        // SAFETY: by the type invariant the value is unpublished, and the grace period
+        // has ended (the await returned only then), so no read section can still hold a
+        // reference to it: this is now the only reference.
+        unsafe { &mut *self.old.as_ptr() }
+    }
 }
 
 impl<T, const N: usize> core::fmt::Debug for Retired<'_, T, N> {

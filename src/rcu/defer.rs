@@ -221,8 +221,37 @@ impl<'d, T, const M: usize, const N: usize> DeferQueue<'d, T, M, N> {
     pub fn defer_async<'q, R: FnMut(T) + 'q>(
         &'q mut self,
         value: T,
-        mut reclaim: R,
+        reclaim: R,
     ) -> impl Future<Output = ()> + use<'q, 'd, T, R, M, N>
+    where
+        T: 'q,
+    {
+        self.defer_async_with(value, None::<&'static super::Wakers<0>>, reclaim)
+    }
+
+    /// [`defer_async`](Self::defer_async), woken through `wakers` by the unlock of the
+    /// reader it waits for instead of re-polling, where that is reliable (see
+    /// [`GpCookie::wait_woken`](super::GpCookie::wait_woken) and
+    /// [`Wakers`](super::Wakers); the domain's wake hook must call `wakers.wake()`).
+    pub fn defer_async_woken<'q, R: FnMut(T) + 'q, const K: usize>(
+        &'q mut self,
+        value: T,
+        wakers: &'static super::Wakers<K>,
+        reclaim: R,
+    ) -> impl Future<Output = ()> + use<'q, 'd, T, R, M, N, K>
+    where
+        T: 'q,
+    {
+        self.defer_async_with(value, Some(wakers), reclaim)
+    }
+
+    /// The body of both: `wakers`, if any, wakes the grace period's future.
+    fn defer_async_with<'q, R: FnMut(T) + 'q, const K: usize>(
+        &'q mut self,
+        value: T,
+        wakers: Option<&'static super::Wakers<K>>,
+        mut reclaim: R,
+    ) -> impl Future<Output = ()> + use<'q, 'd, T, R, M, N, K>
     where
         T: 'q,
     {
@@ -231,10 +260,11 @@ impl<'d, T, const M: usize, const N: usize> DeferQueue<'d, T, M, N> {
         let value = Unpublished::new(value);
         async move {
             if self.is_full() && self.collect(&mut reclaim) == 0 {
-                self.rcu
-                    .cookie_from_raw(self.cookie_for_room())
-                    .wait()
-                    .await;
+                let wait = self.rcu.cookie_from_raw(self.cookie_for_room()).wait();
+                match wakers {
+                    Some(w) => wait.woken_by(w).await,
+                    None => wait.await,
+                }
                 self.collect(&mut reclaim);
             }
             self.defer_after_room(value, reclaim);

@@ -309,6 +309,11 @@ impl<const N: usize> Rcu<N> {
         self.phase.0.wake.store(p, Release);
     }
 
+    /// Whether a wake hook is installed (a future woken through `Wakers` relies on one).
+    pub(super) fn has_wake_hook(&self) -> bool {
+        !self.phase.0.wake.load(Acquire).is_null()
+    }
+
     /// Installs `wake` as the wake hook if the domain has none (`std_sleeping`).
     #[cfg(all(feature = "std", not(loom)))]
     pub(super) fn wake_hook_or(&self, wake: fn()) {

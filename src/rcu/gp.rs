@@ -297,6 +297,27 @@ impl<'d, const N: usize> GpCookie<'d, N> {
         self.is_done()
     }
 
+    /// After a poll that left this grace period pending, and after a sleeping wait's
+    /// announcement (`Waiting::sleep`): whether only readers hold it, so that the unlock
+    /// of one of them is sure to call the wake hook. That needs the counter at a wait
+    /// (odd), a reader slot online with the phase that wait waits for, the phase word
+    /// at that wait's value (an unlock whose section's phase matches the word skips
+    /// its wake, `Rcu::wake_for`), and no driver registered: a driver inside `advance`
+    /// may still store a late phase word, or hold the lap guard, and its return wakes
+    /// nobody. A driver that registers after this check takes its snapshot after it
+    /// (`SeqCst`, `ops::register_in_half`), so it records this wait's phase or a later
+    /// one, which comes only after the readers held here have left.
+    pub(super) fn only_readers_hold(&self) -> bool {
+        let rcu = self.rcu;
+        if ops::registered(stepping_in(rcu, 0)) != 0 || ops::registered(stepping_in(rcu, 1)) != 0 {
+            return false;
+        }
+        let g = rcu.gp.0.load(Acquire);
+        g & 1 == 1
+            && rcu.phase.0.phase.load(Relaxed) == phase(g)
+            && self.holdouts().next().is_some()
+    }
+
     /// The domain this cookie belongs to.
     pub fn domain(&self) -> &'d Rcu<N> {
         self.rcu

@@ -609,6 +609,33 @@ pub(crate) fn in_wait_step<const N: usize>(rcu: &super::Rcu<N>, g: u32, patient:
     true
 }
 
+/// Whether a sleeping wait may count on a reader's unlock to wake it: no unlock misses
+/// a wait's announcement (`Waiting::sleep`). True in the asymmetric mode (the
+/// announcement is followed by a heavy fence, which orders every reader's unlock store
+/// before its load of the announcement, or makes the wait's next poll see the unlock:
+/// litmus `asym-wake-after-unlock-*`) and on one core (`--cfg
+/// rcuref_unsafe_assume_single_core`: an unlock in a handler or another task is ordered
+/// by the core's program order). False in the default mode on more than one core:
+/// nothing orders an unlock's store before its load of the announcement, so a wake can
+/// be missed, which a blocking sleep sleeps out (its bound) and a future cannot (no
+/// timeout): futures woken through `Wakers` re-poll there instead.
+///
+/// With feature `auto-fence`, true once the mode is decided heavy (a future is a
+/// writer: it decides if nobody has). The one place that decides it.
+#[inline(always)]
+pub(crate) fn wakes_are_reliable() -> bool {
+    if cfg!(any(
+        rcuref_heavy,
+        all(not(loom), rcuref_unsafe_assume_single_core)
+    )) {
+        return true;
+    }
+    #[cfg(rcuref_auto)]
+    return on();
+    #[cfg(not(rcuref_auto))]
+    return false;
+}
+
 /// Linux's `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`: an IPI to every CPU running a
 /// thread of this process, each of which executes a full barrier (feature
 /// `membarrier`, Linux 4.14 or later). The process registers itself on first use.

@@ -212,7 +212,16 @@
 //!   else is ready. Fine for executors that run other tasks in between (Embassy's,
 //!   RTIC's); a task waiting this way keeps its executor busy, so give it a low priority
 //!   on battery-powered parts, or sleep between waits yourself (a timer, an event).
-//!   [`Retired::reclaim_async`] and [`DeferQueue::defer_async`] build on it. **Never
+//!   [`Retired::reclaim_async`] and [`DeferQueue::defer_async`] build on it. To have
+//!   the reader's unlock wake the task instead, declare a [`Wakers`] set in a `static`,
+//!   make its `wake` (part of) the domain's wake hook, and await
+//!   [`GpCookie::wait_woken`] (`defer_async_woken`, `reclaim_async_woken`): a pending
+//!   future registers its waker, announces itself as a sleeping wait does
+//!   ([`Waiting::sleep`]) and is not polled again until an unlock of the section it
+//!   waits for wakes it. It does so only where no wake can be lost (the asymmetric
+//!   mode, one core) and only readers hold the grace period; in the default mode on
+//!   more than one core, with a full set or no wake hook, it re-polls as `wait` does
+//!   ([`Wakers`] gives the rules). **Never
 //!   await a grace period while holding a guard of the same domain**, in the same task
 //!   or in a task the executor cannot run until this one completes: the wait would wait
 //!   for itself. A guard held across an `.await` keeps its section open while the task
@@ -336,6 +345,7 @@ mod readers;
 mod sections;
 pub(crate) mod value;
 mod wait;
+mod wakers;
 
 pub use call::{CallQueue, Ran};
 pub use cell::{RcuCell, Retired};
@@ -349,3 +359,4 @@ pub use value::RcuValue;
 pub use wait::{forever, sleeping, spin, Deadline, GracePeriod, StallDetector, Waiting};
 #[cfg(all(feature = "std", not(loom)))]
 pub use wait::{std_sleeping, std_wake, SLEEP_BOUND};
+pub use wakers::Wakers;

@@ -16,20 +16,82 @@
 //! [`Deadline::check`].
 
 use super::gp::{GpCookie, Holdouts};
+use super::wakers::{Registration, Wakers};
 use core::future::Future;
 use core::ops::ControlFlow;
 use core::pin::Pin;
 use core::task::{Context, Poll};
 
-/// The future of [`GpCookie::wait`]: ready once the grace period has ended.
+/// The future of [`GpCookie::wait`] and [`GpCookie::wait_woken`]: ready once the grace
+/// period has ended.
+///
+/// Built by `wait`, it re-polls: when pending it wakes its own task, needing nothing
+/// from the executor or the domain. Built by `wait_woken` (or turned with
+/// [`woken_by`](Self::woken_by)), it sleeps until the reader's unlock wakes it through a
+/// [`Wakers`] set, where no wake can be lost, and re-polls elsewhere (the rules are on
+/// [`Wakers`]).
 #[must_use = "futures do nothing unless awaited"]
 pub struct GracePeriod<'d, const N: usize> {
     cookie: GpCookie<'d, N>,
+    /// The waker set and the cell this future owns in it, if it is woken by unlocks.
+    woken: Option<Registration>,
 }
 
 impl<'d, const N: usize> GracePeriod<'d, N> {
     pub(crate) fn new(cookie: GpCookie<'d, N>) -> Self {
-        GracePeriod { cookie }
+        GracePeriod {
+            cookie,
+            woken: None,
+        }
+    }
+
+    /// This wait, woken through `wakers` by the reader's unlock instead of re-polling,
+    /// where that is reliable (see [`Wakers`]). The domain's wake hook must call
+    /// `wakers.wake()`.
+    pub fn woken_by<const K: usize>(mut self, wakers: &'static Wakers<K>) -> Self {
+        self.woken = Some(Registration::new(wakers.cells()));
+        self
+    }
+
+    /// Pending: ask the executor to poll again (after the tasks that are ready, one of
+    /// which may be the reader we wait for).
+    fn poll_again(cx: &mut Context<'_>) -> Poll<()> {
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+
+    /// Pending with a waker set: sleep until an unlock wakes the task, where no wake can
+    /// be lost and a reader holds the grace period; otherwise poll again.
+    fn sleep_woken(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        let Some(reg) = self.woken.as_mut() else {
+            return Self::poll_again(cx);
+        };
+        if !super::heavy::wakes_are_reliable() || !self.cookie.rcu.has_wake_hook() {
+            return Self::poll_again(cx);
+        }
+        let Some(cell) = reg.cell() else {
+            return Self::full_set(cx); // every cell taken: never lose a waiter
+        };
+        if !cell.register(cx.waker()) {
+            return Self::poll_again(cx); // a wake came in meanwhile
+        }
+        // The blocking waits' protocol: announce, heavy fence, poll once more.
+        let mut asleep = false;
+        Waiting::new(&self.cookie, 1).sleep(|| asleep = true);
+        if !asleep {
+            reg.release();
+            return Poll::Ready(());
+        }
+        if !self.cookie.only_readers_hold() {
+            return Self::poll_again(cx);
+        }
+        Poll::Pending
+    }
+
+    /// Pending with a full waker set: re-poll, as `wait` does.
+    fn full_set(cx: &mut Context<'_>) -> Poll<()> {
+        divert!(WakersFullSetSleeps => Poll::Pending);
+        Self::poll_again(cx)
     }
 }
 
@@ -39,19 +101,48 @@ impl<'d, const N: usize> GpCookie<'d, N> {
     pub fn wait(self) -> GracePeriod<'d, N> {
         GracePeriod::new(self)
     }
+
+    /// A future that completes once the grace period has ended, woken by the unlock of
+    /// the reader it waits for through `wakers` (which the domain's wake hook must
+    /// wake, [`Rcu::set_wake_hook`](super::Rcu::set_wake_hook)) instead of re-polling,
+    /// where that is reliable; elsewhere, or with every cell of `wakers` taken, it
+    /// re-polls as [`wait`](Self::wait) does ([`Wakers`] gives the rules).
+    ///
+    /// ```
+    /// use rcuref::rcu::{Rcu, Wakers};
+    /// static RCU: Rcu<2> = Rcu::new();
+    /// static WAKERS: Wakers<2> = Wakers::new();
+    /// fn wake() {
+    ///     WAKERS.wake()
+    /// }
+    /// # struct Noop;
+    /// # impl std::task::Wake for Noop { fn wake(self: std::sync::Arc<Self>) {} }
+    /// # fn block_on(f: impl core::future::Future<Output = ()>) {
+    /// #     let mut f = core::pin::pin!(f);
+    /// #     let waker = std::task::Waker::from(std::sync::Arc::new(Noop));
+    /// #     let mut cx = core::task::Context::from_waker(&waker);
+    /// #     while f.as_mut().poll(&mut cx).is_pending() {}
+    /// # }
+    /// RCU.set_wake_hook(Some(wake));
+    /// block_on(async { RCU.start_poll().wait_woken(&WAKERS).await });
+    /// ```
+    pub fn wait_woken<const K: usize>(self, wakers: &'static Wakers<K>) -> GracePeriod<'d, N> {
+        GracePeriod::new(self).woken_by(wakers)
+    }
 }
 
 impl<const N: usize> Future for GracePeriod<'_, N> {
     type Output = ();
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if self.cookie.poll() {
+        let this = self.get_mut();
+        if this.cookie.poll() {
+            if let Some(reg) = this.woken.as_mut() {
+                reg.release();
+            }
             Poll::Ready(())
         } else {
-            // Nobody else will wake us: ask to be polled again (after the tasks that are
-            // ready, one of which may be the reader we wait for).
-            cx.waker().wake_by_ref();
-            Poll::Pending
+            this.sleep_woken(cx)
         }
     }
 }

@@ -119,6 +119,8 @@ pub fn injection(run: &mut Run) {
             "polled",
             "--test",
             "sleeping_review",
+            "--test",
+            "async_wake",
             "--",
             "--test-threads=1",
         ],
@@ -149,6 +151,8 @@ pub fn asymmetric(run: &mut Run) {
             "heavy_fence_placement",
             "--test",
             "panic_injection",
+            "--test",
+            "async_wake",
             "--",
             "--test-threads=1",
         ],
@@ -188,6 +192,8 @@ pub fn auto_fence(run: &mut Run) {
             "asymmetric",
             "--test",
             "auto_fence",
+            "--test",
+            "async_wake",
             "--",
             "--test-threads=1",
         ],
@@ -199,9 +205,9 @@ pub fn auto_fence(run: &mut Run) {
 }
 
 /// `cargo test` over the default members (the library's unit tests, every integration
-/// test of a plain build, the doctests; xtask, the runner, the probe): 157 listed by
+/// test of a plain build, the doctests; xtask, the runner, the probe): 166 listed by
 /// `cargo test -- --list`, less the 2^32 pool test, ignored in debug builds.
-const HOST_TESTS: u64 = 156;
+const HOST_TESTS: u64 = 165;
 /// loom_file_ref 14, loom_rcu 34, loom_pool 11, loom_interrupts 4, loom_call 9.
 const LOOM_TESTS: u64 = 72;
 /// tests/pool.rs in release: all 8 (the 2^32 one is ignored in debug builds only);
@@ -216,13 +222,16 @@ const HOST_NEGATIVE_CONTROLS: u64 = 8;
 /// asymmetric build's), call_queue 13 (its 9 plain tests and 4 with broken variants),
 /// polled 8 (6 plain, the old cookie on a 4-bit counter, the token's control),
 /// sleeping_review 6 (3 plain, a wake between the last poll and the sleep, its control,
-/// the every-unlock-wakes control).
-const INJECTION_TESTS: u64 = 61;
-/// asymmetric 10, heavy_fence_placement 23, panic_injection 18.
-const ASYMMETRIC_TESTS: u64 = 51;
+/// the every-unlock-wakes control), async_wake 5 (re-polling: its controls need the
+/// asymmetric build).
+const INJECTION_TESTS: u64 = 66;
+/// asymmetric 10, heavy_fence_placement 23, panic_injection 18, async_wake 9 (5 woken
+/// by unlocks, 4 controls).
+const ASYMMETRIC_TESTS: u64 = 60;
 /// auto_fence without membarrier: its 3 scenarios of the mode and the RCU cases.
 const AUTO_FENCE_TESTS: u64 = 4;
-/// asymmetric 12 (its 10, the refused late install, the mode-switch control) and
-/// auto_fence 2 (membarrier found, the RCU cases).
+/// asymmetric 12 (its 10, the refused late install, the mode-switch control),
+/// auto_fence 2 (membarrier found, the RCU cases) and async_wake 9 (woken by unlocks in
+/// the mode found at run time, and its controls).
 #[cfg(target_os = "linux")]
-const AUTO_MEMBARRIER_TESTS: u64 = 14;
+const AUTO_MEMBARRIER_TESTS: u64 = 23;
