@@ -175,8 +175,11 @@
 //!   inside is the broken variant `Mutant::ModeSwitchesLive`; the store-buffering
 //!   torture of `tests/asymmetric.rs`, run in this build, catches it.
 //!
-//! Firmware installs its fence at boot, once the IPI works and before its first grace
-//! period (readers may already run): `rcu::heavy::install::<MyIpiFence>()`. Cost over
+//! Readers never decide, so until the first grace period they pay the full fence: a
+//! program that starts reading long before it first waits calls [`fence_mode`] at
+//! start-up (memb decides in a constructor). Firmware installs its fence at boot, once
+//! the IPI works and before its first grace period (readers may already run):
+//! `rcu::heavy::install::<MyIpiFence>()`. Cost over
 //! the static choices: one load and a predictable branch per outermost lock; the
 //! domain keeps the heavy-fence marks in both modes. With `--cfg
 //! rcuref_asymmetric_fence` the feature does nothing (the static choice wins).

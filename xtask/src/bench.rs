@@ -275,10 +275,20 @@ fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// Builds benchmark binary `name` (`benches/src/bin/`), in the default build or the
-/// asymmetric-fence one (`--cfg rcuref_asymmetric_fence`, its own target dir); returns
-/// its path.
-fn bench_bin(root: &Path, name: &str, asym: bool) -> Result<PathBuf, String> {
+/// The builds a benchmark runs in.
+#[derive(Clone, Copy, PartialEq)]
+enum Build {
+    /// The default mode: readers' full fence.
+    Plain,
+    /// `--cfg rcuref_asymmetric_fence` with membarrier (its own target dir).
+    Asym,
+    /// Feature `membarrier` without the cfg: the fence chosen at run time (`auto-fence`),
+    /// heavy where the kernel has membarrier (its own target dir).
+    Auto,
+}
+
+/// Builds benchmark binary `name` (`benches/src/bin/`) in `build`; returns its path.
+fn bench_bin(root: &Path, name: &str, build: Build) -> Result<PathBuf, String> {
     let mut c = Command::new("cargo");
     c.current_dir(root).args([
         "build",
@@ -289,12 +299,19 @@ fn bench_bin(root: &Path, name: &str, asym: bool) -> Result<PathBuf, String> {
         "--bin",
         name,
     ]);
-    let dir = if asym {
-        c.env("RUSTFLAGS", "--cfg rcuref_asymmetric_fence")
-            .env("CARGO_TARGET_DIR", root.join("target/bench-asym"));
-        root.join("target/bench-asym/release")
-    } else {
-        root.join("target/release")
+    let dir = match build {
+        Build::Plain => root.join("target/release"),
+        Build::Asym => {
+            c.args(["--features", "membarrier"])
+                .env("RUSTFLAGS", "--cfg rcuref_asymmetric_fence")
+                .env("CARGO_TARGET_DIR", root.join("target/bench-asym"));
+            root.join("target/bench-asym/release")
+        }
+        Build::Auto => {
+            c.args(["--features", "membarrier"])
+                .env("CARGO_TARGET_DIR", root.join("target/bench-auto"));
+            root.join("target/bench-auto/release")
+        }
     };
     run(&mut c)?;
     Ok(dir.join(name))
@@ -438,8 +455,8 @@ fn gp_rows(root: &Path) -> Result<Vec<GpRow>, String> {
     let memb = dir.join("memb_gp");
     memb_harness(root, "memb_gp.c", &memb)?;
     let bins: [PathBuf; 3] = [
-        bench_bin(root, "gp", false)?,
-        bench_bin(root, "gp", true)?,
+        bench_bin(root, "gp", Build::Plain)?,
+        bench_bin(root, "gp", Build::Asym)?,
         memb,
     ];
     // Never more runnable threads than cores (the idle reader sleeps).
@@ -530,7 +547,8 @@ fn c_read_rows(root: &Path, how: &str) -> Result<String, String> {
         .arg(root.join("benches/liburcu/ffi_read.c"))
         .arg(root.join("target/ffi/librcuref_ffi.a"))
         .args(["-lurcu-memb", "-lpthread"]))?;
-    let rust = bench_bin(root, "read_loop", false)?;
+    let rust = bench_bin(root, "read_loop", Build::Plain)?;
+    let rust_auto = bench_bin(root, "read_loop", Build::Auto)?;
     let field = |out: &str, mode: &str| -> Result<f64, String> {
         out.lines()
             .find(|l| l.contains(&format!("mode={mode} ")))
@@ -577,7 +595,8 @@ fn c_read_rows(root: &Path, how: &str) -> Result<String, String> {
     for t in [1usize, 2] {
         let c = run(Command::new(&bin).args([&t.to_string(), iterations]))?;
         let r = run(Command::new(&rust).args([&t.to_string(), iterations]))?;
-        print!("{c}{r}");
+        let ra = run(Command::new(&rust_auto).args([&t.to_string(), iterations]))?;
+        print!("{c}{r}{ra}");
         let memb = field(&c, "memb")?;
         for (label, ns) in [
             ("liburcu memb rcu_read_lock+unlock (C)", memb),
@@ -590,6 +609,10 @@ fn c_read_rows(root: &Path, how: &str) -> Result<String, String> {
                 field(&c, "current")?,
             ),
             ("rcuref Reader lock+unlock (Rust)", field(&r, "reader")?),
+            (
+                "rcuref Reader lock+unlock, fence chosen at run time: membarrier (Rust)",
+                field(&ra, "reader")?,
+            ),
         ] {
             let _ = writeln!(md, "| {label} | {t} | {} | {:.2} |", fmt_ns(ns), ns / memb);
         }
@@ -610,12 +633,18 @@ fn urcu_rows(root: &Path, how: &str) -> Result<String, String> {
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let memb = dir.join("memb_gp");
     memb_harness(root, "memb_gp.c", &memb)?;
-    let plain = bench_bin(root, "gp", false)?;
-    let asym = bench_bin(root, "gp", true)?;
-    let who: [(&str, &Path, &str); 4] = [
+    let plain = bench_bin(root, "gp", Build::Plain)?;
+    let asym = bench_bin(root, "gp", Build::Asym)?;
+    let auto = bench_bin(root, "gp", Build::Auto)?;
+    let who: [(&str, &Path, &str); 5] = [
         ("liburcu memb", &memb, "urcu"),
         ("rcuref, sleeping wait (std_sleeping)", &plain, "urcu"),
         ("rcuref asymmetric fences, sleeping wait", &asym, "urcu"),
+        (
+            "rcuref fence chosen at run time (membarrier), sleeping wait",
+            &auto,
+            "urcu",
+        ),
         (
             "rcuref, yielding wait (forever(yield_now))",
             &plain,
@@ -751,6 +780,8 @@ pub fn bench(args: &[String]) -> Result<(), String> {
             "-q",
             "-p",
             "rcuref-bench",
+            "--features",
+            "membarrier",
             "--bench",
             "rcu_read",
             "--",
@@ -806,7 +837,7 @@ pub fn bench(args: &[String]) -> Result<(), String> {
     println!("{}", convoy_text.trim());
     let convoy = convoy_rows(&root)?;
     println!("bench: callgrind instruction counts ...");
-    let ops_bin = bench_bin(&root, "ops", false)?;
+    let ops_bin = bench_bin(&root, "ops", Build::Plain)?;
     let n = 200_000;
     let empty = callgrind(&ops_bin, "empty", n)?;
     let mut instr = Vec::new();
@@ -826,7 +857,7 @@ pub fn bench(args: &[String]) -> Result<(), String> {
         ));
     }
     // The same loop in the asymmetric-fence build, and liburcu memb's (C, inlined).
-    let asym_ops = bench_bin(&root, "ops", true).and_then(|bin| {
+    let asym_ops = bench_bin(&root, "ops", Build::Asym).and_then(|bin| {
         let e = callgrind(&bin, "empty", n)?;
         Ok(callgrind(&bin, "rcu_read", n)?.saturating_sub(e))
     });

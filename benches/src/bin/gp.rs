@@ -281,7 +281,16 @@ fn read_paced() -> (f64, f64) {
     })
 }
 
+/// With the fence chosen at run time (feature `membarrier` without the cfg), decide it
+/// before the readers start, as a program would at start-up: readers never decide, and
+/// until a grace period does they take the full fence.
+fn decide_the_fence() {
+    #[cfg(all(feature = "membarrier", not(rcuref_asymmetric_fence)))]
+    eprintln!("fence mode: {:?}", rcuref::rcu::heavy::fence_mode());
+}
+
 fn main() {
+    decide_the_fence();
     let args: Vec<String> = std::env::args().collect();
     let (row, threads) = match args.as_slice() {
         [_, row, t] => (row.as_str(), t.parse::<usize>().expect("threads")),

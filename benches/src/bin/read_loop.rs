@@ -12,6 +12,14 @@ use std::time::Instant;
 static RCU: Rcu<40> = Rcu::new();
 const ROUNDS: usize = 7;
 
+/// With the fence chosen at run time (feature `membarrier` without the cfg), decide it
+/// before the readers start, as a program would at start-up: readers never decide, and
+/// until a grace period does they take the full fence.
+fn decide_the_fence() {
+    #[cfg(all(feature = "membarrier", not(rcuref_asymmetric_fence)))]
+    eprintln!("fence mode: {:?}", rcuref::rcu::heavy::fence_mode());
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let (threads, iters): (usize, u64) = match args.as_slice() {
@@ -22,6 +30,7 @@ fn main() {
         }
     };
     assert!((1..=32).contains(&threads), "threads must be 1..32");
+    decide_the_fence();
     let mut all = Vec::new();
     for _ in 0..ROUNDS {
         let start = Barrier::new(threads);
