@@ -13,6 +13,10 @@
 //!    killed: a mutant pass 3 kills counts as killed, and one it misses survives only
 //!    if pass 1 and 2 missed it too. Skipped in a narrowed run unless `--asym` is
 //!    given.
+//! 4. the fence chosen at run time (`auto-fence`, feature `membarrier` without the cfg),
+//!    against `tests/asymmetric.rs`, `tests/auto_fence.rs` and `tests/async_wake.rs`:
+//!    the `auto` module of `src/rcu/heavy.rs`, compiled only there (pass 3 leaves it
+//!    out), counted as pass 3 is; skipped with it.
 //!
 //! A mutant that survives every pass that tests it must be listed in
 //! `mutants-equivalent.md` with why it is equivalent (keyed by file and description,
@@ -120,46 +124,59 @@ pub fn run(args: &[String]) -> Result<(), String> {
         survivors = missed;
     }
 
-    // Pass 3: the asymmetric-fence mode, in its own build.
+    // Passes 3 and 4: the asymmetric-fence mode, and the fence chosen at run time, each
+    // in its own build.
     let mut p3_extra = (0, 0, 0);
-    if (narrow.is_empty() || asym_too) && cfg!(target_os = "linux") {
-        let asym_out = out.join("asym");
-        let asym_out_s = asym_out.display().to_string();
-        cargo_mutants(
+    let builds = [
+        (
             "pass 3: the asymmetric-fence mode (heavy.rs, until_done, claim; its own build)",
+            ".cargo/mutants-asym.toml",
+            "asym",
+            "--cfg rcuref_asymmetric_fence --cfg rcuref_mutants",
+            "target/cm-asym",
+        ),
+        (
+            "pass 4: the fence chosen at run time (heavy.rs's auto; feature membarrier)",
+            ".cargo/mutants-auto.toml",
+            "auto",
+            "--cfg rcuref_mutants",
+            "target/cm-auto",
+        ),
+    ];
+    for (name, config, dir, flags, target) in builds {
+        if !((narrow.is_empty() || asym_too) && cfg!(target_os = "linux")) {
+            break;
+        }
+        let build_out = out.join(dir);
+        let build_out_s = build_out.display().to_string();
+        cargo_mutants(
+            name,
             &[
                 "mutants",
                 "--config",
-                ".cargo/mutants-asym.toml",
+                config,
                 "-p",
                 "rcuref",
                 "--no-shuffle",
                 "-o",
-                &asym_out_s,
+                &build_out_s,
             ],
-            &[
-                (
-                    "RUSTFLAGS",
-                    "--cfg rcuref_asymmetric_fence --cfg rcuref_mutants",
-                ),
-                ("CARGO_TARGET_DIR", "target/cm-asym"),
-            ],
+            &[("RUSTFLAGS", flags), ("CARGO_TARGET_DIR", target)],
         )?;
-        let p3 = Outcomes::read(&asym_out)?;
+        let p3 = Outcomes::read(&build_out)?;
         // A mutant of a function pass 1 examined too is one mutant, not two: killed if
         // either build kills it, a survivor only if both miss it.
         survivors.retain(|m| !p3.killed().any(|k| k == m));
         let in_pass1 = |m: &String| pass1.all().any(|x| x == m);
         survivors.extend(p3.missed.iter().filter(|m| !in_pass1(m)).cloned());
-        // Counted below once: only what pass 3 adds (its own mutants, and the pass-1
-        // survivors it kills).
-        p3_extra = (
-            p3.all().filter(|m| !in_pass1(m)).count(),
-            p3.unviable.iter().filter(|m| !in_pass1(m)).count(),
-            p3.killed()
-                .filter(|m| !in_pass1(m) || (pass1.missed.contains(m) && !loom_caught.contains(m)))
-                .count(),
-        );
+        // Counted below once: only what this pass adds (its own mutants, and the
+        // pass-1 survivors it kills).
+        p3_extra.0 += p3.all().filter(|m| !in_pass1(m)).count();
+        p3_extra.1 += p3.unviable.iter().filter(|m| !in_pass1(m)).count();
+        p3_extra.2 += p3
+            .killed()
+            .filter(|m| !in_pass1(m) || (pass1.missed.contains(m) && !loom_caught.contains(m)))
+            .count();
     }
 
     let listed = equivalents(&root.join("mutants-equivalent.md"))?;
@@ -189,7 +206,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let summary = format!(
         "mutants: {total} generated, {} unviable (do not compile), {viable} viable\n\
          killed: {killed} ({} by the host tests, {} of them by timeout; {loom_killed} more by loom; \
-         {p3_killed} in the asymmetric-fence build)\n\
+         {p3_killed} in the asymmetric-fence and run-time-fence builds)\n\
          survived: {} ({equivalent} listed as equivalent in mutants-equivalent.md, {} not listed)\n\
          score: {score:.1}% of the non-equivalent viable mutants killed\n",
         unviable,
