@@ -231,7 +231,8 @@ const ASYMMETRIC_TESTS: u64 = 60;
 /// auto_fence without membarrier: its 3 scenarios of the mode and the RCU cases.
 const AUTO_FENCE_TESTS: u64 = 4;
 /// asymmetric 12 (its 10, the refused late install, the mode-switch control),
-/// auto_fence 2 (membarrier found, the RCU cases) and async_wake 9 (woken by unlocks in
+/// auto_fence 4 (an install at boot, readers alone, membarrier found, the RCU cases)
+/// and async_wake 9 (woken by unlocks in
 /// the mode found at run time, and its controls).
 #[cfg(target_os = "linux")]
-const AUTO_MEMBARRIER_TESTS: u64 = 23;
+const AUTO_MEMBARRIER_TESTS: u64 = 25;
