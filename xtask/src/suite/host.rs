@@ -175,7 +175,14 @@ pub fn auto_fence(run: &mut Run) {
         "host: the fence chosen at run time (auto-fence): full without a platform fence, \
          heavy once one is installed, never changed once decided",
         Expect::Tests(AUTO_FENCE_TESTS),
-        &["test", "--features", "auto-fence", "--test", "auto_fence"],
+        &[
+            "test",
+            "--release",
+            "--features",
+            "auto-fence",
+            "--test",
+            "auto_fence",
+        ],
         &[("CARGO_TARGET_DIR", "target/auto")],
     );
     #[cfg(target_os = "linux")]
@@ -228,11 +235,13 @@ const INJECTION_TESTS: u64 = 66;
 /// asymmetric 10, heavy_fence_placement 23, panic_injection 18, async_wake 9 (5 woken
 /// by unlocks, 4 controls).
 const ASYMMETRIC_TESTS: u64 = 60;
-/// auto_fence without membarrier: its 3 scenarios of the mode and the RCU cases.
-const AUTO_FENCE_TESTS: u64 = 4;
+/// auto_fence without membarrier: its 3 scenarios of the mode, the RCU cases and the
+/// store-buffering torture.
+const AUTO_FENCE_TESTS: u64 = 5;
 /// asymmetric 12 (its 10, the refused late install, the mode-switch control),
-/// auto_fence 4 (an install at boot, readers alone, membarrier found, the RCU cases)
+/// auto_fence 5 (an install at boot, readers alone, membarrier found, the RCU cases,
+/// the store-buffering torture)
 /// and async_wake 9 (woken by unlocks in
 /// the mode found at run time, and its controls).
 #[cfg(target_os = "linux")]
-const AUTO_MEMBARRIER_TESTS: u64 = 25;
+const AUTO_MEMBARRIER_TESTS: u64 = 26;
