@@ -384,6 +384,10 @@ impl<const N: usize> Rcu<N> {
     /// calls the wake hook.
     pub(super) fn announce_sleep(&self) {
         self.phase.0.sleepers.swap(1, crate::sync::Ordering::SeqCst);
+        // Before whatever the sleeper looks at next (the counter, the fence marks):
+        // pairs with the fence a wait step or a returning heavy fence runs before it
+        // loads `sleepers` (store buffering, a fence on each side).
+        crate::sync::fence(crate::sync::Ordering::SeqCst);
     }
 
     const_fn! {

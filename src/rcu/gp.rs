@@ -105,11 +105,12 @@ impl<'d, const N: usize> Driver<'d, N> {
         super::heavy::before_step(self.rcu, g, next);
         let now = match ops::step(&self.rcu.gp.0, g, next) {
             Ok(_) => {
-                // (review27 candidate fix) A wait step ends the wait that sleepers may
-                // sleep on: wake them here, since the unlock that ended it may skip its
-                // wake (it reads the phase word after a later flip). The step's SeqCst
-                // exchange and this fence against the sleeper's announcement and its
-                // poll's counter load: one of the two sees the other.
+                // A wait step ends the wait that sleepers may sleep on: wake them here,
+                // since the unlock that ended it may skip its wake (it reads the phase
+                // word after a later driver's flip set it back to the section's phase).
+                // The step's exchange and this fence against the sleeper's announcement
+                // and the fence after it (`announce_sleep`) before its poll's load of
+                // the counter: one of the two sees the other.
                 if g & 1 == 1 {
                     crate::sync::fence(crate::sync::Ordering::SeqCst);
                     self.rcu.wake_all_sleepers();

@@ -276,6 +276,34 @@ pub(crate) use auto::force;
 #[cfg(rcuref_auto)]
 pub use auto::{fence_mode, install};
 
+/// The read side's mode: with feature `auto-fence` where a static choice overrides it
+/// (`--cfg rcuref_asymmetric_fence`: always [`FenceMode::Heavy`]; loom: always
+/// [`FenceMode::Full`]), so that a crate that calls it at boot builds in every mode.
+#[cfg(all(feature = "auto-fence", not(rcuref_auto)))]
+pub fn fence_mode() -> FenceMode {
+    if cfg!(rcuref_heavy) {
+        FenceMode::Heavy
+    } else {
+        FenceMode::Full
+    }
+}
+
+/// [`install`](self#chosen-at-run-time-feature-auto-fence) where a static choice
+/// overrides the run-time one: nothing to install. `Err(Error::Busy)` under `--cfg
+/// rcuref_asymmetric_fence` (the binary's `set_heavy_fence!` fence is the one used),
+/// `Err(Error::Decided)` under loom (always `Full`).
+///
+/// # Errors
+/// Always, as above.
+#[cfg(all(feature = "auto-fence", not(rcuref_auto)))]
+pub fn install<F: HeavyFence>() -> Result<(), crate::Error> {
+    Err(if cfg!(rcuref_heavy) {
+        crate::Error::Busy
+    } else {
+        crate::Error::Decided
+    })
+}
+
 #[cfg(rcuref_auto)]
 mod auto {
     //! The run-time choice. INVARIANTS:
@@ -513,13 +541,13 @@ pub(super) fn sleep_for_fence<const N: usize>(
     patient: bool,
     sleep: impl FnOnce(),
 ) -> bool {
-    use crate::sync::Ordering::{Relaxed, SeqCst};
+    use crate::sync::Ordering::Relaxed;
     if !patient || !on() {
         return false;
     }
-    // The announcement (made by the caller) before the look at the marks: pairs with
-    // the fence in `UnderWay::drop`.
-    crate::sync::fence(SeqCst);
+    // The announcement (made by the caller, with a full fence after it:
+    // `announce_sleep`) before the look at the marks: pairs with the fence in
+    // `UnderWay::drop`.
     let g = rcu.gp.0.load(Relaxed);
     let marks = &rcu.fences.0;
     let under_way =
