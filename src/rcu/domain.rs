@@ -330,6 +330,7 @@ impl<const N: usize> Rcu<N> {
     /// a read-mostly word and a branch not taken when nobody sleeps.
     #[inline(always)]
     pub(super) fn wake_sleepers(&self, v: u32) {
+        divert!(UnlockNeverWakes => ());
         if self.phase.0.sleepers.load(Relaxed) != 0 {
             self.wake_for(v);
         }

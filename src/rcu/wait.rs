@@ -342,6 +342,7 @@ impl<'c, 'd, const N: usize> Waiting<'c, 'd, N> {
     ///   `asym-wake-after-unlock-*`); on one core
     ///   (`--cfg rcuref_unsafe_assume_single_core`) none can be either.
     pub fn sleep(&self, sleep: impl FnOnce()) {
+        divert!(SleepWithoutRepoll => super::broken::sleep_without_repoll(self, sleep));
         let rcu = self.cookie.rcu;
         rcu.announce_sleep();
         // Another driver's heavy fence for this wait under way: sleep until it returns
@@ -369,10 +370,7 @@ impl<'c, 'd, const N: usize> Waiting<'c, 'd, N> {
         // before its load of the announcement (store buffering): the heavy fence makes
         // the reader's core order the two, so either the scan sees the unlock or the
         // unlock sees the announcement.
-        #[cfg(rcuref_fences)]
-        if super::heavy::on() {
-            super::heavy::heavy_fence();
-        }
+        super::heavy::after_announce();
         if self.until.is_some_and(|done| done()) {
             return;
         }
