@@ -341,6 +341,12 @@ impl<'c, 'd, const N: usize> Waiting<'c, 'd, N> {
     ///   announcement is followed by a heavy fence and no wake-up is missed (litmus
     ///   `asym-wake-after-unlock-*`); on one core
     ///   (`--cfg rcuref_unsafe_assume_single_core`) none can be either.
+    ///
+    /// The loom models in `tests/loom_wake.rs` run this and the unlock's wake: loom finds
+    /// the default mode's missed wake-up; with the unlock ordered before the announcement
+    /// or after the sleep began, and with the heavy fence modelled (the reader's core
+    /// taking it before the unlock's store, between the store and the load, or after),
+    /// none is missed, and a bounded sleep ends the wait in every case.
     pub fn sleep(&self, sleep: impl FnOnce()) {
         divert!(SleepWithoutRepoll => super::broken::sleep_without_repoll(self, sleep));
         let rcu = self.cookie.rcu;
