@@ -330,7 +330,6 @@ impl<const N: usize> Rcu<N> {
     /// a read-mostly word and a branch not taken when nobody sleeps.
     #[inline(always)]
     pub(super) fn wake_sleepers(&self, v: u32) {
-        divert!(UnlockNeverWakes => ());
         if self.phase.0.sleepers.load(Relaxed) != 0 {
             self.wake_for(v);
         }
@@ -347,6 +346,7 @@ impl<const N: usize> Rcu<N> {
     #[cold]
     #[inline(never)]
     fn wake_for(&self, v: u32) {
+        divert!(UnlockNeverWakes => ());
         divert!(WakeOnEveryUnlock => self.call_wake_hook());
         if super::encoding::phase_of(v) == self.phase.0.phase.load(Relaxed) {
             return;
