@@ -178,6 +178,23 @@ mutants! {
     /// returns `Pending` without waking itself, and is never polled again (a lost
     /// waiter instead of the fall-back to re-polling).
     WakersFullSetSleeps,
+    /// Sleeping waits: `Waiting::sleep` announces itself and sleeps without polling
+    /// again, so a reader that left before the announcement was visible to it (and so
+    /// sent no wake) leaves the wait asleep (loom: `catches_a_sleep_without_its_repoll`).
+    SleepWithoutRepoll,
+    /// Sleeping waits: an outermost unlock looks for a sleeping wait (and wakes it)
+    /// before its store ends the section, so the woken wait can poll, still find the
+    /// section, and sleep again with no wake left to come (loom:
+    /// `catches_an_unlock_that_wakes_before_its_store`).
+    UnlockWakesBeforeStore,
+    /// Sleeping waits: no unlock ever calls the wake hook (loom:
+    /// `catches_an_unlock_that_never_wakes`).
+    UnlockNeverWakes,
+    /// Sleeping waits, asymmetric mode: no heavy fence between the announcement and the
+    /// last poll, so an unlock's store and its load of the announcement can pass each
+    /// other (store buffering) and the wake is lost (loom, with the heavy fence modelled
+    /// cooperatively: `catches_an_asymmetric_sleep_without_its_heavy_fence`).
+    SleepWithoutHeavyFence,
     /// RCU, asymmetric mode, **not a bug**: a wait step issues its heavy fence even when
     /// every slot is free. Only slower: the fence-count test must see it.
     FenceEmptyDomain,
@@ -378,6 +395,38 @@ mod hooks {
             // on every target this crate supports.
             let f: fn(Point) = unsafe { core::mem::transmute::<*mut (), fn(Point)>(p) };
             f(at);
+        }
+    }
+
+    /// Holds null or the `fn()` a loom model gives as the heavy fence of a sleeping wait.
+    #[cfg(loom)]
+    static MODEL_HEAVY_FENCE: core::sync::atomic::AtomicPtr<()> =
+        core::sync::atomic::AtomicPtr::new(core::ptr::null_mut());
+
+    /// loom only: installs (or, with `None`, removes) the function a sleeping wait calls
+    /// as its heavy fence, between its announcement and its last poll
+    /// (`rcu::heavy::after_announce`). loom cannot model a heavy fence; a model gives
+    /// one of its own (`tests/loom_wake.rs`: a request each reader thread answers with a
+    /// full fence at an interrupt point, or by having finished). A plain atomic: it
+    /// configures a model and is not part of it (install it at the start of each
+    /// execution, remove it at the end).
+    #[cfg(loom)]
+    pub fn set_model_heavy_fence(fence: Option<fn()>) {
+        let p = fence.map_or(core::ptr::null_mut(), |f| f as *mut ());
+        MODEL_HEAVY_FENCE.store(p, Ordering::SeqCst);
+    }
+
+    /// Calls the model's heavy fence, if one is installed.
+    #[cfg(loom)]
+    #[inline]
+    pub(crate) fn model_heavy_fence() {
+        let p = MODEL_HEAVY_FENCE.load(Ordering::SeqCst);
+        if !p.is_null() {
+            // SAFETY: `MODEL_HEAVY_FENCE` only ever holds null or a pointer made from a
+            // `fn()` in `set_model_heavy_fence`; function and data pointers have the same
+            // representation on every target this crate supports.
+            let f: fn() = unsafe { core::mem::transmute::<*mut (), fn()>(p) };
+            f();
         }
     }
 

@@ -264,3 +264,30 @@ pub(crate) fn install_live(fence: fn()) -> Result<(), crate::Error> {
 pub(crate) fn release_keeping_waker(state: &crate::sync::AtomicU32) {
     state.fetch_and(!super::wakers::CLAIMED, Release);
 }
+
+/// `Mutant::SleepWithoutRepoll`: `Waiting::sleep` without its last poll: announced, then
+/// asleep whatever the readers have done meanwhile.
+pub(crate) fn sleep_without_repoll<const N: usize>(
+    w: &super::Waiting<'_, '_, N>,
+    sleep: impl FnOnce(),
+) {
+    w.cookie().domain().announce_sleep();
+    super::heavy::after_announce();
+    sleep();
+}
+
+/// `Mutant::UnlockWakesBeforeStore`: an unlock (`At::leave`) that looks for a sleeping
+/// wait, and wakes it, before the store that ends the section.
+pub(crate) fn leave_waking_first<const N: usize>(at: &super::readers::At<'_, N>) {
+    use super::encoding::{CLAIMED, ONE_LEVEL, STICKY};
+    let slot = at.word();
+    let v = ops::own_slot(slot);
+    interrupt_point!(UnlockAfterLoad, slot);
+    if v < 2 * ONE_LEVEL {
+        at.rcu.wake_sleepers(v);
+        ops::unlock(slot, CLAIMED);
+        super::sections::left(at.rcu.section_key());
+    } else if v < STICKY {
+        ops::unlock(slot, v - ONE_LEVEL);
+    }
+}

@@ -340,10 +340,13 @@ impl<const N: usize> Rcu<N> {
     /// readers than cores, every unlock of a running reader woke the writer to find the
     /// descheduled one still inside: a FreeRTOS writer slept 92,724 times in a run and
     /// its readers made 40% of their sections). A phase word a stopped driver has not
-    /// yet set makes an unlock skip a wake it owed: the sleep's bound covers it.
+    /// yet set, or has set back with a late store of an earlier wait's phase, makes an
+    /// unlock skip a wake it owed, in the asymmetric mode too: the sleep's bound covers
+    /// it (`tests/loom_wake.rs`, `a_late_phase_store_costs_a_wake_...`).
     #[cold]
     #[inline(never)]
     fn wake_for(&self, v: u32) {
+        divert!(UnlockNeverWakes => ());
         divert!(WakeOnEveryUnlock => self.call_wake_hook());
         if super::encoding::phase_of(v) == self.phase.0.phase.load(Relaxed) {
             return;

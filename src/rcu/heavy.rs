@@ -667,6 +667,24 @@ pub(crate) fn wakes_are_reliable() -> bool {
     return false;
 }
 
+/// The heavy fence of a sleeping wait, between its announcement and its last poll
+/// (`Waiting::sleep`; where heavy fences are on, nothing otherwise): a reader's unlock
+/// between its store and its load of the announcement is made to order the two, so
+/// either the poll sees the unlock or the unlock sees the announcement (litmus
+/// `asym-wake-after-unlock-*`). loom cannot model a heavy fence, so under loom this
+/// calls the model's cooperative one, if the model installed it
+/// (`mutants::set_model_heavy_fence`, `tests/loom_wake.rs`).
+#[inline(always)]
+pub(crate) fn after_announce() {
+    divert!(SleepWithoutHeavyFence => ());
+    #[cfg(rcuref_fences)]
+    if on() {
+        heavy_fence();
+    }
+    #[cfg(loom)]
+    crate::mutants::model_heavy_fence();
+}
+
 /// Linux's `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`: an IPI to every CPU running a
 /// thread of this process, each of which executes a full barrier (feature
 /// `membarrier`, Linux 4.14 or later). The process registers itself on first use.

@@ -434,6 +434,7 @@ impl<'d, const N: usize> At<'d, N> {
             divert!(NestingIgnored => true);
             false
         }
+        divert!(UnlockWakesBeforeStore => super::broken::leave_waking_first(self));
         let slot = self.word();
         let v = ops::own_slot(slot);
         interrupt_point!(UnlockAfterLoad, slot);

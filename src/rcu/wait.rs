@@ -338,10 +338,23 @@ impl<'c, 'd, const N: usize> Waiting<'c, 'd, N> {
     ///   in a window of a few instructions (nothing orders the unlock's store before its
     ///   load of the announcement; a fence there would cost every unlock), and the wait
     ///   then sleeps out that bound. With `--cfg rcuref_asymmetric_fence` the
-    ///   announcement is followed by a heavy fence and no wake-up is missed (litmus
+    ///   announcement is followed by a heavy fence and that window is closed (litmus
     ///   `asym-wake-after-unlock-*`); on one core
-    ///   (`--cfg rcuref_unsafe_assume_single_core`) none can be either.
+    ///   (`--cfg rcuref_unsafe_assume_single_core`) it cannot open either. **The bound
+    ///   is needed in every mode all the same**: another driver interrupted inside its
+    ///   update of the phase word can store an earlier wait's phase after this wait
+    ///   stored its own, and an unlock that then reads its own section's phase there
+    ///   sends no wake it owed (`Rcu::wake_for`).
+    ///
+    /// The loom models in `tests/loom_wake.rs` run this and the unlock's wake: loom finds
+    /// the default mode's missed wake-up; with the unlock ordered before the announcement
+    /// or after the sleep began, and with the heavy fence modelled (the reader's core
+    /// taking it before the unlock's store, between the store and the load, or after),
+    /// none is missed, and a bounded sleep ends the wait in every case. With a second
+    /// driver beside them loom finds the late phase store's missed wake-up, heavy fence
+    /// or not (an ignored test: it takes minutes).
     pub fn sleep(&self, sleep: impl FnOnce()) {
+        divert!(SleepWithoutRepoll => super::broken::sleep_without_repoll(self, sleep));
         let rcu = self.cookie.rcu;
         rcu.announce_sleep();
         // Another driver's heavy fence for this wait under way: sleep until it returns
@@ -369,10 +382,7 @@ impl<'c, 'd, const N: usize> Waiting<'c, 'd, N> {
         // before its load of the announcement (store buffering): the heavy fence makes
         // the reader's core order the two, so either the scan sees the unlock or the
         // unlock sees the announcement.
-        #[cfg(rcuref_fences)]
-        if super::heavy::on() {
-            super::heavy::heavy_fence();
-        }
+        super::heavy::after_announce();
         if self.until.is_some_and(|done| done()) {
             return;
         }

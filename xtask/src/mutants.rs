@@ -307,10 +307,12 @@ fn loom_group(mutant: &str) -> &'static str {
 
 /// The `--cargo-arg` values that select a group's loom test binaries.
 fn loom_tests(group: &str) -> Vec<String> {
-    // The RCU group also runs the interrupt models (a handler at every gap).
-    let all = ["file_ref", "rcu", "pool", "interrupts"];
+    // The RCU group also runs the interrupt models (a handler at every gap) and the
+    // sleep/wake models (about a second).
+    let all = ["file_ref", "rcu", "pool", "interrupts", "wake"];
+    let rcu_extra = |m: &str| m == "interrupts" || m == "wake";
     all.iter()
-        .filter(|m| group == "all" || group == **m || (group == "rcu" && **m == "interrupts"))
+        .filter(|m| group == "all" || group == **m || (group == "rcu" && rcu_extra(m)))
         .map(|m| format!("--cargo-arg=loom_{m}"))
         .collect()
 }
