@@ -314,6 +314,16 @@ impl<const N: usize> Rcu<N> {
         !self.phase.0.wake.load(Acquire).is_null()
     }
 
+    /// Whether the wake hook is `rcu::std_wake` (feature `std`), which `std_sleeping`
+    /// installs on a domain with none: it wakes blocking sleeps, never a `Wakers` set,
+    /// so a future must not sleep on it (the review's `tests/review27_std_wake.rs`).
+    pub(super) fn wake_hook_is_std_wake(&self) -> bool {
+        #[cfg(all(feature = "std", not(loom)))]
+        return self.phase.0.wake.load(Relaxed) == super::std_wake as fn() as *mut ();
+        #[cfg(not(all(feature = "std", not(loom))))]
+        return false;
+    }
+
     /// Installs `wake` as the wake hook if the domain has none (`std_sleeping`).
     #[cfg(all(feature = "std", not(loom)))]
     pub(super) fn wake_hook_or(&self, wake: fn()) {
@@ -335,20 +345,32 @@ impl<const N: usize> Rcu<N> {
         }
     }
 
-    /// A wait sleeps: a section that began in the phase the readers record now began
-    /// after the wait's flip and holds no wait up, so it sends no wake (with more
-    /// readers than cores, every unlock of a running reader woke the writer to find the
-    /// descheduled one still inside: a FreeRTOS writer slept 92,724 times in a run and
-    /// its readers made 40% of their sections). A phase word a stopped driver has not
-    /// yet set, or has set back with a late store of an earlier wait's phase, makes an
-    /// unlock skip a wake it owed, in the asymmetric mode too: the sleep's bound covers
-    /// it (`tests/loom_wake.rs`, `a_late_phase_store_costs_a_wake_...`).
+    /// A wait sleeps: a section whose phase is not the one the current wait waits for
+    /// (it began after that wait's flip) holds no wait up, so it sends no wake (with
+    /// more readers than cores, every unlock of a running reader woke the writer to find
+    /// the descheduled one still inside: a FreeRTOS writer slept 92,724 times in a run
+    /// and its readers made 40% of their sections).
+    ///
+    /// The test is the scan's own (`gp::old_phase_online`), against the counter, not
+    /// against the phase word: a driver stopped before its store of the phase word, or
+    /// landing a late store of an earlier wait's phase, made a section that held the
+    /// wait look new, and its unlock skipped the one wake the sleeper had
+    /// (`tests/loom_wake.rs`, `a_late_phase_store_...`; the review's
+    /// `tests/review27_lost_wake.rs`). The `Acquire` load of the announcement pairs with
+    /// the sleeper's `SeqCst` swap, which came after its read of the counter at the
+    /// wait it sleeps on, so this load of the counter reads that wait or a later one; a
+    /// later one means a driver stepped past the sleeper's wait, and that step wakes the
+    /// sleepers itself (`gp::Driver::step`).
     #[cold]
     #[inline(never)]
     fn wake_for(&self, v: u32) {
         divert!(UnlockNeverWakes => ());
         divert!(WakeOnEveryUnlock => self.call_wake_hook());
-        if super::encoding::phase_of(v) == self.phase.0.phase.load(Relaxed) {
+        if self.phase.0.sleepers.load(Acquire) == 0 {
+            return;
+        }
+        let g = self.gp.0.load(Relaxed);
+        if g & 1 == 1 && super::encoding::phase_of(v) != super::encoding::phase(g) ^ 1 {
             return;
         }
         self.call_wake_hook();

@@ -66,7 +66,11 @@ impl<'d, const N: usize> GracePeriod<'d, N> {
         let Some(reg) = self.woken.as_mut() else {
             return Self::poll_again(cx);
         };
-        if !super::heavy::wakes_are_reliable() || !self.cookie.rcu.has_wake_hook() {
+        let rcu = self.cookie.rcu;
+        if !super::heavy::wakes_are_reliable()
+            || !rcu.has_wake_hook()
+            || rcu.wake_hook_is_std_wake()
+        {
             return Self::poll_again(cx);
         }
         let Some(cell) = reg.cell() else {

@@ -59,6 +59,10 @@ impl WakerCell {
     /// The owner stores `w` as the waker to wake. `false`: a wake came in meanwhile (or
     /// one is under way): the caller must wake its task itself, as if woken.
     pub(super) fn register(&self, w: &Waker) -> bool {
+        // Cloned before the key is taken: a clone is executor code and may panic, which
+        // under the key would leave REGISTERING set and the cell wedged for ever (the
+        // review's `tests/review27_waker_panic.rs`).
+        let mut new = Some(w.clone());
         if self
             .state
             .compare_exchange(CLAIMED, CLAIMED | REGISTERING, Acquire, Acquire)
@@ -67,11 +71,12 @@ impl WakerCell {
             return false; // a wake is taking the old waker out
         }
         // SAFETY: our compare-exchange from CLAIMED to CLAIMED | REGISTERING gave us the
-        // key (invariants); we hold it until REGISTERING is cleared below.
+        // key (invariants); we hold it until REGISTERING is cleared below. Nothing below
+        // runs executor code until then (`will_wake` compares two pointers).
         let slot = unsafe { &mut *self.waker.get() };
         let old = match slot {
             Some(now) if now.will_wake(w) => None,
-            _ => slot.replace(w.clone()),
+            _ => core::mem::replace(slot, new.take()),
         };
         let kept = self
             .state
@@ -82,6 +87,7 @@ impl WakerCell {
             self.state.fetch_and(!(REGISTERING | WAKING), AcqRel);
         }
         drop(old); // executor code, outside the key
+        drop(new); // the clone, if the same waker was there already
         kept
     }
 
