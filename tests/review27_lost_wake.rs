@@ -22,9 +22,17 @@
 //!   --features auto-fence --test review27_lost_wake`
 //! * asymmetric mode: `RUSTFLAGS="--cfg rcuref_asymmetric_fence --cfg rcuref_mutants"
 //!   cargo test --release --test review27_lost_wake`
+//! * one core: `RUSTFLAGS="--cfg rcuref_unsafe_assume_single_core --cfg rcuref_mutants"
+//!   cargo test --release --test review27_lost_wake` (the reader preempted by a
+//!   higher-priority writer task; there no heavy fence wakes anyone, so a reader that
+//!   keeps its slot (`Reader`) loses the wake too: the second test)
 #![cfg(all(
     rcuref_mutants,
-    any(feature = "auto-fence", rcuref_asymmetric_fence),
+    any(
+        feature = "auto-fence",
+        rcuref_asymmetric_fence,
+        rcuref_unsafe_assume_single_core
+    ),
     not(miri)
 ))]
 
@@ -38,6 +46,7 @@ use std::task::{Context, Wake, Waker};
 
 /// A heavy fence for this single-threaded test: the calling thread's own full fence is
 /// the only reader's barrier (readers and writers all run on this thread).
+#[allow(dead_code)]
 struct OneThread;
 // SAFETY: used only by a test whose readers and writers all run on one thread.
 unsafe impl rcuref::rcu::heavy::HeavyFence for OneThread {
@@ -75,7 +84,7 @@ impl Wake for Count {
 
 #[test]
 fn an_unlock_racing_a_flip_loses_the_futures_only_wake() {
-    #[cfg(not(rcuref_asymmetric_fence))]
+    #[cfg(all(feature = "auto-fence", not(rcuref_asymmetric_fence)))]
     rcuref::rcu::heavy::install::<OneThread>().expect("the mode is still undecided");
     RCU.set_wake_hook(Some(wake));
 
@@ -121,4 +130,49 @@ fn an_unlock_racing_a_flip_loses_the_futures_only_wake() {
         WAKERS.in_use()
     );
     assert!(fut.as_mut().poll(&mut cx).is_ready());
+}
+
+static RCU2: Rcu<2> = Rcu::new();
+static WAKERS2: Wakers<2> = Wakers::new();
+fn wake2() {
+    WAKERS2.wake()
+}
+static OTHER2: AtomicU32 = AtomicU32::new(0);
+fn other_driver2(_: usize) {
+    let c = RCU2.cookie_from_raw(OTHER2.load(SeqCst));
+    assert!(c.poll(), "the other driver's grace period should end here");
+}
+
+/// The same race with a reader that keeps its slot (`Reader`), interrupted at
+/// `Gap::UnlockAfterStore`. In the heavy modes the second driver's next wait sees the
+/// slot claimed and issues a heavy fence, whose `UnderWay` wakes the sleepers (this
+/// passes there); on one core (`rcuref_unsafe_assume_single_core`) nothing does.
+#[test]
+fn an_unlock_racing_a_flip_loses_the_wake_of_a_reader_that_keeps_its_slot() {
+    #[cfg(all(feature = "auto-fence", not(rcuref_asymmetric_fence)))]
+    let _ = rcuref::rcu::heavy::install::<OneThread>();
+    RCU2.set_wake_hook(Some(wake2));
+    let mut reader = RCU2.reader().unwrap();
+    let slot = RCU2.slot_addr(reader.slot());
+    let guard = reader.lock();
+    let mine = RCU2.start_poll();
+    OTHER2.store(RCU2.start_poll().into_raw(), SeqCst);
+    let count = Arc::new(Count(AtomicUsize::new(0)));
+    let waker = Waker::from(count.clone());
+    let mut cx = Context::from_waker(&waker);
+    let mut fut = pin!(mine.wait_woken(&WAKERS2));
+    assert!(fut.as_mut().poll(&mut cx).is_pending());
+    assert_eq!(WAKERS2.in_use(), 1, "the future did not sleep on its cell");
+    set_interrupt(Some((Gap::UnlockAfterStore, slot)), other_driver2, 0);
+    drop(guard);
+    assert!(!interrupt_pending(), "the interrupt did not fire");
+    assert!(mine.is_done());
+    let woken = count.0.load(SeqCst);
+    assert!(
+        woken >= 1,
+        "lost wake: grace period over, task woken {woken} times, cells in use: {}",
+        WAKERS2.in_use()
+    );
+    assert!(fut.as_mut().poll(&mut cx).is_ready());
+    drop(reader);
 }
