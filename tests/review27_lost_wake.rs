@@ -1,0 +1,178 @@
+//! Review 27: a future woken through `Wakers` can miss its only wake and hang for ever.
+//!
+//! The reader's unlock stores its slot word, *then* loads the phase word
+//! (`Rcu::wake_sleepers` -> `wake_for`) and skips the wake when its section's phase
+//! equals the word. If, between the two, another driver ends the wait that the
+//! reader held and flips the counter to the next wait (which records the reader's own
+//! phase again, phases alternate), the unlock finds "its" phase current and skips the
+//! wake. `GpCookie::only_readers_hold` only looks at the moment the future goes to
+//! sleep, so it cannot exclude a driver that registers later. The second driver's
+//! wait at the next flip finds the domain empty (the reader held a `ReadToken`, whose
+//! drop frees the slot in the same store) and so issues no heavy fence, whose
+//! `UnderWay` drop would have woken the sleepers. Nobody wakes the future; its grace
+//! period is over; a quiescent program never polls it again.
+//!
+//! The interleaving is made exact with the library's interrupt point
+//! `Gap::DropAfterStore` (the token's drop, between its release store and its wake
+//! check): the handler is the other driver (it could as well be another core while
+//! the reader's thread is preempted there).
+//!
+//! Commands:
+//! * run-time mode: `RUSTFLAGS="--cfg rcuref_mutants" cargo test --release
+//!   --features auto-fence --test review27_lost_wake`
+//! * asymmetric mode: `RUSTFLAGS="--cfg rcuref_asymmetric_fence --cfg rcuref_mutants"
+//!   cargo test --release --test review27_lost_wake`
+//! * one core: `RUSTFLAGS="--cfg rcuref_unsafe_assume_single_core --cfg rcuref_mutants"
+//!   cargo test --release --test review27_lost_wake` (the reader preempted by a
+//!   higher-priority writer task; there no heavy fence wakes anyone, so a reader that
+//!   keeps its slot (`Reader`) loses the wake too: the second test)
+#![cfg(all(
+    rcuref_mutants,
+    any(
+        feature = "auto-fence",
+        rcuref_asymmetric_fence,
+        rcuref_unsafe_assume_single_core
+    ),
+    not(miri)
+))]
+
+use rcuref::mutants::{interrupt_pending, set_interrupt, Gap};
+use rcuref::rcu::{Rcu, Wakers};
+use std::future::Future;
+use std::pin::pin;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::SeqCst};
+use std::sync::Arc;
+use std::task::{Context, Wake, Waker};
+
+/// A heavy fence for this single-threaded test: the calling thread's own full fence is
+/// the only reader's barrier (readers and writers all run on this thread).
+#[allow(dead_code)]
+struct OneThread;
+// SAFETY: used only by a test whose readers and writers all run on one thread.
+unsafe impl rcuref::rcu::heavy::HeavyFence for OneThread {
+    fn heavy_fence() {
+        std::sync::atomic::fence(SeqCst);
+    }
+}
+
+#[cfg(rcuref_asymmetric_fence)]
+rcuref::set_heavy_fence!(OneThread);
+
+static RCU: Rcu<2> = Rcu::new();
+static WAKERS: Wakers<2> = Wakers::new();
+fn wake() {
+    WAKERS.wake()
+}
+
+/// The second driver's cookie (raw), polled by the handler.
+static OTHER: AtomicU32 = AtomicU32::new(0);
+
+/// The "interrupt" (or another core) between the token's release store and its wake
+/// check: another driver polls its own grace period, taken at the same counter value as
+/// the future's.
+fn other_driver(_: usize) {
+    let c = RCU.cookie_from_raw(OTHER.load(SeqCst));
+    assert!(c.poll(), "the other driver's grace period should end here");
+}
+
+struct Count(AtomicUsize);
+impl Wake for Count {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, SeqCst);
+    }
+}
+
+#[test]
+fn an_unlock_racing_a_flip_loses_the_futures_only_wake() {
+    #[cfg(all(feature = "auto-fence", not(rcuref_asymmetric_fence)))]
+    rcuref::rcu::heavy::install::<OneThread>().expect("the mode is still undecided");
+    RCU.set_wake_hook(Some(wake));
+
+    // A reader inside a section of phase 0, on a slot of its own (`down_read`).
+    let token = RCU.down_read().unwrap();
+    let slot = RCU.slot_addr(token.slot());
+
+    // Two writers take cookies at the same counter value: the future, and another
+    // driver (a second task, a blocking `synchronize` on another core, ...).
+    let mine = RCU.start_poll();
+    OTHER.store(RCU.start_poll().into_raw(), SeqCst);
+
+    let count = Arc::new(Count(AtomicUsize::new(0)));
+    let waker = Waker::from(count.clone());
+    let mut cx = Context::from_waker(&waker);
+    let mut fut = pin!(mine.wait_woken(&WAKERS));
+    assert!(
+        fut.as_mut().poll(&mut cx).is_pending(),
+        "the reader holds it"
+    );
+    assert_eq!(
+        WAKERS.in_use(),
+        1,
+        "the future did not go to sleep on its cell"
+    );
+    assert_eq!(count.0.load(SeqCst), 0, "woken before the unlock");
+
+    // The reader leaves; between its release store and its wake check the other
+    // driver ends both grace periods.
+    set_interrupt(Some((Gap::DropAfterStore, slot)), other_driver, 0);
+    drop(token);
+    assert!(!interrupt_pending(), "the interrupt did not fire");
+
+    assert!(mine.is_done(), "the future's grace period is over");
+    // The program is quiescent now: no reader, no other writer. Only a wake that has
+    // already been sent can ever make the executor poll the future again.
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let woken = count.0.load(SeqCst);
+    assert!(
+        woken >= 1,
+        "lost wake: the grace period is over, the future's task was woken {woken} times \
+         and sleeps on its cell for ever (cells in use: {})",
+        WAKERS.in_use()
+    );
+    assert!(fut.as_mut().poll(&mut cx).is_ready());
+}
+
+static RCU2: Rcu<2> = Rcu::new();
+static WAKERS2: Wakers<2> = Wakers::new();
+fn wake2() {
+    WAKERS2.wake()
+}
+static OTHER2: AtomicU32 = AtomicU32::new(0);
+fn other_driver2(_: usize) {
+    let c = RCU2.cookie_from_raw(OTHER2.load(SeqCst));
+    assert!(c.poll(), "the other driver's grace period should end here");
+}
+
+/// The same race with a reader that keeps its slot (`Reader`), interrupted at
+/// `Gap::UnlockAfterStore`. In the heavy modes the second driver's next wait sees the
+/// slot claimed and issues a heavy fence, whose `UnderWay` wakes the sleepers (this
+/// passes there); on one core (`rcuref_unsafe_assume_single_core`) nothing does.
+#[test]
+fn an_unlock_racing_a_flip_loses_the_wake_of_a_reader_that_keeps_its_slot() {
+    #[cfg(all(feature = "auto-fence", not(rcuref_asymmetric_fence)))]
+    let _ = rcuref::rcu::heavy::install::<OneThread>();
+    RCU2.set_wake_hook(Some(wake2));
+    let mut reader = RCU2.reader().unwrap();
+    let slot = RCU2.slot_addr(reader.slot());
+    let guard = reader.lock();
+    let mine = RCU2.start_poll();
+    OTHER2.store(RCU2.start_poll().into_raw(), SeqCst);
+    let count = Arc::new(Count(AtomicUsize::new(0)));
+    let waker = Waker::from(count.clone());
+    let mut cx = Context::from_waker(&waker);
+    let mut fut = pin!(mine.wait_woken(&WAKERS2));
+    assert!(fut.as_mut().poll(&mut cx).is_pending());
+    assert_eq!(WAKERS2.in_use(), 1, "the future did not sleep on its cell");
+    set_interrupt(Some((Gap::UnlockAfterStore, slot)), other_driver2, 0);
+    drop(guard);
+    assert!(!interrupt_pending(), "the interrupt did not fire");
+    assert!(mine.is_done());
+    let woken = count.0.load(SeqCst);
+    assert!(
+        woken >= 1,
+        "lost wake: grace period over, task woken {woken} times, cells in use: {}",
+        WAKERS2.in_use()
+    );
+    assert!(fut.as_mut().poll(&mut cx).is_ready());
+    drop(reader);
+}
