@@ -132,6 +132,12 @@ mutants! {
     /// wait that sleeps until another driver's fence for its wait returns sleeps out
     /// its own bound instead (`tests/heavy_fence_placement.rs`).
     FenceReturnWakesNobody,
+    /// Sleeping waits, the old protocol: an unlock decides whether to wake by the phase
+    /// word (which a second driver's flip, or a late store, may have set to the
+    /// section's own phase) and a step that ends a wait wakes nobody: a future whose
+    /// last reader's unlock races another driver's flip sleeps for ever
+    /// (`tests/lost_wake.rs`).
+    OldWakeProtocol,
     /// RCU, asymmetric mode, **not a bug**: every scan issues a heavy fence of its own
     /// (the old design), none shared through `returned`. Only slower: the fence-count test
     /// must see it.

@@ -316,7 +316,7 @@ impl<const N: usize> Rcu<N> {
 
     /// Whether the wake hook is `rcu::std_wake` (feature `std`), which `std_sleeping`
     /// installs on a domain with none: it wakes blocking sleeps, never a `Wakers` set,
-    /// so a future must not sleep on it (the review's `tests/review27_std_wake.rs`).
+    /// so a future must not sleep on it (the review's `tests/std_wake_hook.rs`).
     pub(super) fn wake_hook_is_std_wake(&self) -> bool {
         #[cfg(all(feature = "std", not(loom)))]
         return self.phase.0.wake.load(Relaxed) == super::std_wake as fn() as *mut ();
@@ -356,7 +356,7 @@ impl<const N: usize> Rcu<N> {
     /// landing a late store of an earlier wait's phase, made a section that held the
     /// wait look new, and its unlock skipped the one wake the sleeper had
     /// (`tests/loom_wake.rs`, `a_late_phase_store_...`; the review's
-    /// `tests/review27_lost_wake.rs`). The `Acquire` load of the announcement pairs with
+    /// `tests/lost_wake.rs`). The `Acquire` load of the announcement pairs with
     /// the sleeper's `SeqCst` swap, which came after its read of the counter at the
     /// wait it sleeps on, so this load of the counter reads that wait or a later one; a
     /// later one means a driver stepped past the sleeper's wait, and that step wakes the
@@ -366,6 +366,7 @@ impl<const N: usize> Rcu<N> {
     fn wake_for(&self, v: u32) {
         divert!(UnlockNeverWakes => ());
         divert!(WakeOnEveryUnlock => self.call_wake_hook());
+        divert!(OldWakeProtocol => super::broken::wake_by_phase_word(self, v));
         if self.phase.0.sleepers.load(Acquire) == 0 {
             return;
         }

@@ -112,8 +112,7 @@ impl<'d, const N: usize> Driver<'d, N> {
                 // and the fence after it (`announce_sleep`) before its poll's load of
                 // the counter: one of the two sees the other.
                 if g & 1 == 1 {
-                    crate::sync::fence(crate::sync::Ordering::SeqCst);
-                    self.rcu.wake_all_sleepers();
+                    wake_after_wait(self.rcu);
                 }
                 next
             }
@@ -192,6 +191,14 @@ pub(super) fn enter<const N: usize>(rcu: &Rcu<N>) -> (usize, u32) {
 #[inline(always)]
 pub(super) fn stepping_in<const N: usize>(rcu: &Rcu<N>, h: usize) -> &AtomicU32 {
     &rcu.stepping.0[h & 1]
+}
+
+/// A step ended a wait: wake the sleepers (see the call in `Driver::step`).
+#[inline]
+fn wake_after_wait<const N: usize>(rcu: &Rcu<N>) {
+    divert!(OldWakeProtocol => ());
+    crate::sync::fence(crate::sync::Ordering::SeqCst);
+    rcu.wake_all_sleepers();
 }
 
 /// Tells readers entering from now on to record the phase of the wait at `g`. Written

@@ -61,7 +61,7 @@ impl WakerCell {
     pub(super) fn register(&self, w: &Waker) -> bool {
         // Cloned before the key is taken: a clone is executor code and may panic, which
         // under the key would leave REGISTERING set and the cell wedged for ever (the
-        // review's `tests/review27_waker_panic.rs`).
+        // review's `tests/waker_panic.rs`).
         let mut new = Some(w.clone());
         if self
             .state

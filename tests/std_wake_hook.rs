@@ -1,4 +1,4 @@
-//! Review 27: a future woken through `Wakers` hangs once `std_sleeping` has installed
+//! Regression test from the hostile review of issue 27 (fixed since); what went wrong: a future woken through `Wakers` hangs once `std_sleeping` has installed
 //! its own wake hook on the domain.
 //!
 //! `GracePeriod::sleep_woken` sleeps only if the domain `has_wake_hook()`, taking any
@@ -9,7 +9,7 @@
 //! nothing ever wakes: the reader's unlock calls `std_wake`, which knows nothing of
 //! the set. In the default mode the same program re-polls and works.
 //!
-//! `cargo test --release --features std,membarrier --test review27_std_wake` (the
+//! `cargo test --release --features std,membarrier --test std_wake_hook` (the
 //! run-time mode, decided heavy where membarrier exists).
 #![cfg(all(feature = "std", feature = "membarrier", not(rcuref_asymmetric_fence)))]
 

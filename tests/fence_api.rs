@@ -1,4 +1,4 @@
-//! Review 27: the run-time fence API (`rcu::heavy::install`, `fence_mode`) exists only
+//! Regression test from the hostile review of issue 27 (fixed since); what went wrong: the run-time fence API (`rcu::heavy::install`, `fence_mode`) exists only
 //! under `cfg(rcuref_auto)`, which build.rs turns off when the binary passes `--cfg
 //! rcuref_asymmetric_fence` (or under loom), although feature `auto-fence` is on.
 //! Features are additive and the cfg is the final binary's choice, so a library that
@@ -6,7 +6,7 @@
 //! as soon as the binary that uses it picks the static mode.
 //!
 //! `RUSTFLAGS="--cfg rcuref_asymmetric_fence" cargo test --features membarrier
-//! --test review27_api` fails to compile: "cannot find function `fence_mode` in module
+//! --test fence_api` fails to compile: "cannot find function `fence_mode` in module
 //! `rcuref::rcu::heavy`".
 #![cfg(feature = "auto-fence")]
 

@@ -1,4 +1,5 @@
-//! Review 27: a future woken through `Wakers` can miss its only wake and hang for ever.
+//! A future woken through `Wakers` must not miss its only wake (found by the hostile
+//! review of issue 27: it did, and hung for ever).
 //!
 //! The reader's unlock stores its slot word, *then* loads the phase word
 //! (`Rcu::wake_sleepers` -> `wake_for`) and skips the wake when its section's phase
@@ -19,11 +20,11 @@
 //!
 //! Commands:
 //! * run-time mode: `RUSTFLAGS="--cfg rcuref_mutants" cargo test --release
-//!   --features auto-fence --test review27_lost_wake`
+//!   --features auto-fence --test lost_wake`
 //! * asymmetric mode: `RUSTFLAGS="--cfg rcuref_asymmetric_fence --cfg rcuref_mutants"
-//!   cargo test --release --test review27_lost_wake`
+//!   cargo test --release --test lost_wake`
 //! * one core: `RUSTFLAGS="--cfg rcuref_unsafe_assume_single_core --cfg rcuref_mutants"
-//!   cargo test --release --test review27_lost_wake` (the reader preempted by a
+//!   cargo test --release --test lost_wake` (the reader preempted by a
 //!   higher-priority writer task; there no heavy fence wakes anyone, so a reader that
 //!   keeps its slot (`Reader`) loses the wake too: the second test)
 #![cfg(all(
@@ -82,10 +83,25 @@ impl Wake for Count {
     }
 }
 
-#[test]
-fn an_unlock_racing_a_flip_loses_the_futures_only_wake() {
+/// The two tests share the process's interrupt hooks and fence mode: one at a time; the
+/// first installs the one-thread fence (the mode must come out heavy).
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let held = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     #[cfg(all(feature = "auto-fence", not(rcuref_asymmetric_fence)))]
-    rcuref::rcu::heavy::install::<OneThread>().expect("the mode is still undecided");
+    {
+        let _ = rcuref::rcu::heavy::install::<OneThread>();
+        assert_eq!(
+            rcuref::rcu::heavy::fence_mode(),
+            rcuref::rcu::heavy::FenceMode::Heavy
+        );
+    }
+    held
+}
+
+/// The race, made exact: returns how often the future's task was woken once both grace
+/// periods were over.
+fn unlock_racing_a_flip() -> usize {
     RCU.set_wake_hook(Some(wake));
 
     // A reader inside a section of phase 0, on a slot of its own (`down_read`).
@@ -123,13 +139,35 @@ fn an_unlock_racing_a_flip_loses_the_futures_only_wake() {
     // already been sent can ever make the executor poll the future again.
     std::thread::sleep(std::time::Duration::from_millis(50));
     let woken = count.0.load(SeqCst);
+    if woken >= 1 {
+        assert!(fut.as_mut().poll(&mut cx).is_ready());
+    }
+    woken
+}
+
+/// An unlock that races another driver's flip (the reader's wake check reads the
+/// counter past its wait): the step that ended the wait wakes the future.
+#[test]
+fn an_unlock_racing_a_flip_still_wakes_the_future() {
+    let _serial = serial();
+    let woken = unlock_racing_a_flip();
     assert!(
         woken >= 1,
         "lost wake: the grace period is over, the future's task was woken {woken} times \
          and sleeps on its cell for ever (cells in use: {})",
         WAKERS.in_use()
     );
-    assert!(fut.as_mut().poll(&mut cx).is_ready());
+}
+
+/// The control: the old protocol (the unlock judged by the phase word, steps that wake
+/// nobody) loses the future's only wake.
+#[test]
+fn negative_control_the_old_wake_protocol_is_caught() {
+    let _serial = serial();
+    rcuref::mutants::select(rcuref::mutants::Mutant::OldWakeProtocol);
+    let woken = unlock_racing_a_flip();
+    rcuref::mutants::select(rcuref::mutants::Mutant::None);
+    assert_eq!(woken, 0, "the variant's lost wake did not happen");
 }
 
 static RCU2: Rcu<2> = Rcu::new();
@@ -148,11 +186,10 @@ fn other_driver2(_: usize) {
 /// slot claimed and issues a heavy fence, whose `UnderWay` wakes the sleepers (this
 /// passes there); on one core (`rcuref_unsafe_assume_single_core`) nothing does.
 #[test]
-fn an_unlock_racing_a_flip_loses_the_wake_of_a_reader_that_keeps_its_slot() {
-    #[cfg(all(feature = "auto-fence", not(rcuref_asymmetric_fence)))]
-    let _ = rcuref::rcu::heavy::install::<OneThread>();
+fn an_unlock_racing_a_flip_still_wakes_a_reader_that_keeps_its_slot() {
+    let _serial = serial();
     RCU2.set_wake_hook(Some(wake2));
-    let mut reader = RCU2.reader().unwrap();
+    let reader = RCU2.reader().unwrap();
     let slot = RCU2.slot_addr(reader.slot());
     let guard = reader.lock();
     let mine = RCU2.start_poll();

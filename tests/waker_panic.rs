@@ -1,4 +1,4 @@
-//! Review 27: a `Waker::clone` that panics inside `WakerCell::register` leaves the cell
+//! Regression test from the hostile review of issue 27 (fixed since); what went wrong: a `Waker::clone` that panics inside `WakerCell::register` leaves the cell
 //! with REGISTERING set; the future's drop (`release`) then finds the key taken, sets
 //! WAKING and clears CLAIMED, leaving REGISTERING | WAKING for ever. Every later owner
 //! of that cell fails its registration and re-polls: the set has lost a cell for the
@@ -6,7 +6,7 @@
 //! waker, if any, is never dropped).
 //!
 //! `RUSTFLAGS="--cfg rcuref_mutants" cargo test --release --features auto-fence
-//! --test review27_waker_panic`
+//! --test waker_panic`
 #![cfg(all(feature = "auto-fence", not(rcuref_asymmetric_fence)))]
 
 use rcuref::rcu::{Rcu, Wakers};
