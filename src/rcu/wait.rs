@@ -341,14 +341,17 @@ impl<'c, 'd, const N: usize> Waiting<'c, 'd, N> {
     ///   millisecond): in the default mode a reader's unlock can miss the announcement
     ///   in a window of a few instructions (nothing orders the unlock's store before its
     ///   load of the announcement; a fence there would cost every unlock), and the wait
-    ///   then sleeps out that bound. With `--cfg rcuref_asymmetric_fence` the
-    ///   announcement is followed by a heavy fence and that window is closed (litmus
-    ///   `asym-wake-after-unlock-*`); on one core
-    ///   (`--cfg rcuref_unsafe_assume_single_core`) it cannot open either. **The bound
-    ///   is needed in every mode all the same**: another driver interrupted inside its
-    ///   update of the phase word can store an earlier wait's phase after this wait
-    ///   stored its own, and an unlock that then reads its own section's phase there
-    ///   sends no wake it owed (`Rcu::wake_for`).
+    ///   then sleeps out that bound. In the heavy mode (`--cfg rcuref_asymmetric_fence`,
+    ///   or feature `auto-fence` decided heavy) the announcement is followed by a heavy
+    ///   fence and that window is closed (litmus `asym-wake-after-unlock-*`, loom
+    ///   `tests/loom_wake.rs`); on one core (`--cfg rcuref_unsafe_assume_single_core`)
+    ///   it cannot open either. An unlock judges whether its section holds the wait by
+    ///   the counter (as the scan does), and a step that ends a wait wakes the sleepers
+    ///   itself, so another driver's late store of the phase word, or its flip between
+    ///   the unlock's store and its check, costs no wake (loom
+    ///   `a_late_phase_store_costs_no_wake`, `tests/lost_wake.rs`). Keep a bound in
+    ///   every mode all the same: it is what a wake hook that fails, or a mode that
+    ///   can lose a wake, falls back on.
     ///
     /// The loom models in `tests/loom_wake.rs` run this and the unlock's wake: loom finds
     /// the default mode's missed wake-up; with the unlock ordered before the announcement

@@ -163,8 +163,9 @@ impl WakerCell {
 /// * where an unlock can miss the announcement: the default mode on more than one core
 ///   (nothing orders an unlock's store before its load of the announcement, and a
 ///   future has no timeout to sleep out a missed wake as a blocking sleep does). Only
-///   with `--cfg rcuref_asymmetric_fence` or on one core
-///   (`--cfg rcuref_unsafe_assume_single_core`) is the wake relied on; the rule is
+///   in the heavy mode (`--cfg rcuref_asymmetric_fence`, or feature `auto-fence`
+///   decided heavy) or on one core (`--cfg rcuref_unsafe_assume_single_core`) is the
+///   wake relied on; the rule is
 ///   `rcu::heavy::wakes_are_reliable`;
 /// * when every cell is taken (a full set never loses a waiter: the extra futures
 ///   re-poll), or the domain has no wake hook;
