@@ -323,9 +323,10 @@ impl<'d, const N: usize> GpCookie<'d, N> {
     /// at that wait's value (an unlock whose section's phase matches the word skips
     /// its wake, `Rcu::wake_for`), and no driver registered: a driver inside `advance`
     /// may still store a late phase word, or hold the lap guard, and its return wakes
-    /// nobody. A driver that registers after this check takes its snapshot after it
-    /// (`SeqCst`, `ops::register_in_half`), so it records this wait's phase or a later
-    /// one, which comes only after the readers held here have left.
+    /// nobody. A driver that registers after this check and ends the wait (a reader's
+    /// unlock racing it) wakes the sleepers with that step (`wake_after_wait`), and an
+    /// unlock judges its section by the counter's wait, not the phase word
+    /// (`Rcu::wake_for`; `tests/lost_wake.rs`, where this check alone did not suffice).
     pub(super) fn only_readers_hold(&self) -> bool {
         let rcu = self.rcu;
         if ops::registered(stepping_in(rcu, 0)) != 0 || ops::registered(stepping_in(rcu, 1)) != 0 {
