@@ -403,10 +403,16 @@ fn wake_sharer() {
 }
 
 /// How a blocking wait that met driver A's heavy fence under way (A held inside it)
-/// went: (its sleeps, of which ended by a wake, heavy fences issued while A was held).
+/// went: (its sleeps, of which ended by a wake, heavy fences issued while A was held,
+/// sleeps ended by a wake after A's fence returned and before the reader left).
 /// The wait sleeps through `rcu::sleeping(0, ..)`, each sleep until woken or 2 s.
-fn waiter_beside_a_held_fence() -> (u32, u32, u32) {
-    let _registered = RCU.reader().unwrap(); // a claimed slot: waits need a heavy fence
+fn waiter_beside_a_held_fence() -> (u32, u32, u32, u32) {
+    // A reader inside a section from before A's flip: it holds the wait after A's fence
+    // returns, so A's scan ends no wait and only the fence's return can wake the waiter
+    // (a step that ends a wait wakes the sleepers too). The section protects no data
+    // (the fence here is only the calling thread's).
+    let registered = RCU.reader().unwrap();
+    let guard = registered.lock();
     let g0 = RCU.gp_counter();
     RCU.set_wake_hook(Some(wake_sharer));
     let (a, held) = start_held(Hold::InItsFirstFence);
@@ -416,6 +422,7 @@ fn waiter_beside_a_held_fence() -> (u32, u32, u32) {
     let sleeps = AtomicU32::new(0);
     let woken_sleeps = AtomicU32::new(0);
     let fences_while_held = AtomicU32::new(u32::MAX);
+    let woken_by_the_fence = AtomicU32::new(0);
     std::thread::scope(|s| {
         let waiter = s.spawn(|| {
             let mut r = RCU.reader().unwrap();
@@ -444,6 +451,10 @@ fn waiter_beside_a_held_fence() -> (u32, u32, u32) {
         std::thread::sleep(Duration::from_millis(20));
         fences_while_held.store(FENCES.load(SeqCst) - fences_at_hold, SeqCst);
         RELEASE.store(true, SeqCst);
+        // A's fence returns, its scan finds the reader: the waiter must be awake now.
+        std::thread::sleep(Duration::from_millis(100));
+        woken_by_the_fence.store(woken_sleeps.load(SeqCst), SeqCst);
+        drop(guard);
         waiter.join().unwrap();
     });
     a.join().unwrap();
@@ -452,6 +463,7 @@ fn waiter_beside_a_held_fence() -> (u32, u32, u32) {
         sleeps.load(SeqCst),
         woken_sleeps.load(SeqCst),
         fences_while_held.load(SeqCst),
+        woken_by_the_fence.load(SeqCst),
     )
 }
 
@@ -461,11 +473,12 @@ fn waiter_beside_a_held_fence() -> (u32, u32, u32) {
 #[test]
 fn a_waiter_sleeps_until_the_fence_under_way_returns() {
     let _restore = Restore::take();
-    let (sleeps, woken, fences) = waiter_beside_a_held_fence();
+    let (sleeps, woken, fences, by_fence) = waiter_beside_a_held_fence();
     assert!(
         sleeps >= 1,
         "the waiter never slept beside the fence under way"
     );
+    assert!(by_fence >= 1, "the fence's return did not wake the waiter");
     assert_eq!(
         fences, 0,
         "the waiter fenced for itself while A's fence ran"
@@ -478,16 +491,17 @@ fn a_waiter_sleeps_until_the_fence_under_way_returns() {
     );
 }
 
-/// The control: a returning fence that wakes nobody leaves the sleeper to its bound.
+/// The control: a returning fence that wakes nobody leaves the sleeper asleep until the
+/// reader's unlock (or its bound).
 #[test]
 fn negative_control_a_fence_return_that_wakes_nobody_is_caught() {
     let _restore = Restore::take();
     select(Mutant::FenceReturnWakesNobody);
-    let (sleeps, woken, _) = waiter_beside_a_held_fence();
+    let (sleeps, _, _, by_fence) = waiter_beside_a_held_fence();
     select(Mutant::None);
     assert!(
-        sleeps >= 1 && woken < sleeps,
-        "{woken} of {sleeps} sleeps woken"
+        sleeps >= 1 && by_fence == 0,
+        "{by_fence} of {sleeps} sleeps woken while only the fence's return could"
     );
 }
 
@@ -496,7 +510,7 @@ fn negative_control_a_fence_return_that_wakes_nobody_is_caught() {
 fn negative_control_a_waiter_fencing_beside_a_fence_under_way_is_caught() {
     let _restore = Restore::take();
     select(Mutant::ImpatientWaiters);
-    let (_, _, fences) = waiter_beside_a_held_fence();
+    let (_, _, fences, _) = waiter_beside_a_held_fence();
     select(Mutant::None);
     assert!(fences >= 1, "no fence of its own beside A's");
 }
