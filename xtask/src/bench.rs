@@ -629,6 +629,7 @@ const URCU_END: &str = "<!-- urcu section ends -->";
 /// back to back for a second: the writer's grace periods per second and each reader's
 /// reads per second, rcuref sleeping (both modes) and yielding beside memb.
 fn urcu_rows(root: &Path, how: &str) -> Result<String, String> {
+    crate::install::liburcu_dev()?;
     let dir = root.join("target/rcuref-bench");
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let memb = dir.join("memb_gp");
