@@ -29,7 +29,10 @@ mod cases;
 
 rcuref::set_heavy_fence!(rcuref::rcu::heavy::Membarrier);
 
+// (Used by the small-counter torture, a mutant build's.)
+#[cfg(rcuref_mutants)]
 use rcuref::rcu::Rcu;
+#[cfg(rcuref_mutants)]
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering::*};
 use std::sync::{Mutex, MutexGuard};
 

@@ -38,7 +38,7 @@ fn a_hook_std_sleeping_installed_does_not_wake_a_woken_future() {
 
     // A blocking wait that sleeps once: it installs `std_wake` on the domain.
     let t = std::thread::spawn(|| {
-        let mut r = RCU.reader().unwrap();
+        let r = RCU.reader().unwrap();
         let g = r.lock();
         std::thread::sleep(Duration::from_millis(100));
         drop(g);
