@@ -106,11 +106,8 @@ impl<'d, const N: usize> Driver<'d, N> {
         let now = match ops::step(&self.rcu.gp.0, g, next) {
             Ok(_) => {
                 // A wait step ends the wait that sleepers may sleep on: wake them here,
-                // since the unlock that ended it may skip its wake (it reads the phase
-                // word after a later driver's flip set it back to the section's phase).
-                // The step's exchange and this fence against the sleeper's announcement
-                // and the fence after it (`announce_sleep`) before its poll's load of
-                // the counter: one of the two sees the other.
+                // since the unlock that let it end may have skipped its wake (it read
+                // the counter already past that wait: `Rcu::wake_for`).
                 if g & 1 == 1 {
                     wake_after_wait(self.rcu);
                 }
@@ -193,12 +190,17 @@ pub(super) fn stepping_in<const N: usize>(rcu: &Rcu<N>, h: usize) -> &AtomicU32 
     &rcu.stepping.0[h & 1]
 }
 
-/// A step ended a wait: wake the sleepers (see the call in `Driver::step`).
+/// A step ended a wait: wake the sleepers (see the call in `Driver::step`). The load
+/// is `SeqCst`: with the step's `SeqCst` exchange before it, against the sleeper's
+/// announcement (a `SeqCst` swap and a full fence) before its load of the counter, one
+/// of the two sees the other (litmus `wake-after-a-step`, twin `+relaxed-load`). On
+/// x86 that is a plain load after the locked exchange: no fence per wait.
 #[inline]
 fn wake_after_wait<const N: usize>(rcu: &Rcu<N>) {
     divert!(OldWakeProtocol => ());
-    crate::sync::fence(crate::sync::Ordering::SeqCst);
-    rcu.wake_all_sleepers();
+    if rcu.phase.0.sleepers.load(crate::sync::Ordering::SeqCst) != 0 {
+        rcu.call_wake_hook();
+    }
 }
 
 /// Tells readers entering from now on to record the phase of the wait at `g`. Written
