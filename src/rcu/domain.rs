@@ -8,7 +8,7 @@ use super::readers::{At, ContextReader, Guard, PerCpu, ReadToken, Reader};
 use crate::error::Error;
 use crate::pad::Line;
 use crate::sync::AtomicU32;
-use crate::sync::Ordering::{Acquire, Relaxed, Release};
+use crate::sync::Ordering::{Acquire, Relaxed, Release, SeqCst};
 use core::marker::PhantomData;
 
 /// An RCU domain with `N` reader slots (threads, harts, interrupt priority levels).
@@ -356,21 +356,25 @@ impl<const N: usize> Rcu<N> {
     /// landing a late store of an earlier wait's phase, made a section that held the
     /// wait look new, and its unlock skipped the one wake the sleeper had
     /// (`tests/loom_wake.rs`, `a_late_phase_store_...`; the review's
-    /// `tests/lost_wake.rs`). The `Acquire` load of the announcement pairs with
-    /// the sleeper's `SeqCst` swap, which came after its read of the counter at the
-    /// wait it sleeps on, so this load of the counter reads that wait or a later one; a
-    /// later one means a driver stepped past the sleeper's wait, and that step wakes the
-    /// sleepers itself (`gp::Driver::step`).
+    /// `tests/lost_wake.rs`). The announcement and the counter are loaded `SeqCst`, as the
+    /// sleeper's announcement (a swap) and every step (an exchange) are: a step that
+    /// came before the announcement in their total order is seen here, and one after it
+    /// sees the announcement and wakes the sleepers itself (`gp::wake_after_wait`). So
+    /// this reads the counter at the sleeper's wait or later, and a later wait means a
+    /// step past the sleeper's, which woke it.
     #[cold]
     #[inline(never)]
     fn wake_for(&self, v: u32) {
         divert!(UnlockNeverWakes => ());
         divert!(WakeOnEveryUnlock => self.call_wake_hook());
         divert!(OldWakeProtocol => super::broken::wake_by_phase_word(self, v));
-        if self.phase.0.sleepers.load(Acquire) == 0 {
+        // Both `SeqCst` (a cold path): after the announcement in the total order, so the
+        // counter read is at or past every step ordered before the announcement, the
+        // sleeper's waits included.
+        if self.phase.0.sleepers.load(SeqCst) == 0 {
             return;
         }
-        let g = self.gp.0.load(Relaxed);
+        let g = self.gp.0.load(SeqCst);
         if g & 1 == 1 && super::encoding::phase_of(v) != super::encoding::phase(g) ^ 1 {
             return;
         }
@@ -411,8 +415,8 @@ impl<const N: usize> Rcu<N> {
     pub(super) fn announce_sleep(&self) {
         self.phase.0.sleepers.swap(1, crate::sync::Ordering::SeqCst);
         // Before whatever the sleeper looks at next (the counter, the fence marks):
-        // pairs with the fence a wait step or a returning heavy fence runs before it
-        // loads `sleepers` (store buffering, a fence on each side).
+        // pairs with a wait step's `SeqCst` load of `sleepers` after its exchange and
+        // with the fence a returning heavy fence runs before its load (store buffering).
         crate::sync::fence(crate::sync::Ordering::SeqCst);
     }
 
