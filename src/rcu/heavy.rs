@@ -161,7 +161,7 @@
 //!   [`FenceMode::Full`]) the full fence, which is right against a grace period of
 //!   either kind. A reader never decides.
 //! * a grace period's wait step acts only on the final mode: if nothing has decided
-//!   yet, it decides ([`fence_mode`]): `Heavy` if a fence was [`install`]ed, or, with
+//!   yet, it decides (`fence_mode`): `Heavy` if a fence was `install`ed, or, with
 //!   feature `membarrier` on Linux, if the kernel registers the process for
 //!   `MEMBARRIER_CMD_PRIVATE_EXPEDITED`; `Full` otherwise. In `Heavy` it runs
 //!   everything described above; in `Full`, no heavy fence at all.
@@ -176,7 +176,7 @@
 //!   torture of `tests/asymmetric.rs`, run in this build, catches it.
 //!
 //! Readers never decide, so until the first grace period they pay the full fence: a
-//! program that starts reading long before it first waits calls [`fence_mode`] at
+//! program that starts reading long before it first waits calls `fence_mode` at
 //! start-up (memb decides in a constructor). Firmware installs its fence at boot, once
 //! the IPI works and before its first grace period (readers may already run):
 //! `rcu::heavy::install::<MyIpiFence>()`. Cost over
