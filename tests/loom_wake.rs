@@ -73,7 +73,7 @@
 
 #[path = "common/loom.rs"]
 mod common;
-use common::{model, must_catch};
+use common::{model, must_catch, panic_message};
 
 use loom::cell::UnsafeCell;
 use loom::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicUsize, Ordering};
@@ -416,11 +416,7 @@ fn must_lose_a_wake(what: &str, harness: fn()) {
         Ok(()) => panic!("loom found no lost wake: {what}"),
         Err(p) => p,
     };
-    let msg = payload
-        .downcast_ref::<String>()
-        .map(String::as_str)
-        .or_else(|| payload.downcast_ref::<&str>().copied())
-        .unwrap_or("(no message)");
+    let msg = panic_message(&*payload);
     println!("{what}: {msg}");
     assert!(msg.contains(LOST), "not a lost wake: {msg}");
 }

@@ -249,14 +249,8 @@ pub(crate) fn on() -> bool {
     return auto::decided() == FenceMode::Heavy;
 }
 
-/// Whether a reader may end its lock with a compiler fence instead of a full one (feature
-/// `auto-fence`): once the mode has been decided heavy. A reader never decides: an undecided mode gets the full fence, which
-/// is safe against a grace period of either mode.
 #[cfg(rcuref_auto)]
-#[inline(always)]
-pub(crate) fn readers_skip_fence() -> bool {
-    auto::readers_skip_fence()
-}
+pub(crate) use auto::readers_skip_fence;
 
 /// How the read side orders its sections in a build that chooses at run time (feature
 /// `auto-fence`; see the module docs, "Chosen at run time").
@@ -336,8 +330,11 @@ mod auto {
         fence: AtomicPtr::new(core::ptr::null_mut()),
     });
 
+    /// Whether a reader may end its lock with a compiler fence instead of a full one:
+    /// once the mode has been decided heavy. A reader never decides: an undecided mode
+    /// gets the full fence, which is safe against a grace period of either mode.
     #[inline(always)]
-    pub(super) fn readers_skip_fence() -> bool {
+    pub(crate) fn readers_skip_fence() -> bool {
         // Relaxed: the reader only needs the value. `HEAVY` is final, so every grace
         // period acts on it too; anything else gets the full fence.
         CHOICE.0.mode.load(Relaxed) == HEAVY

@@ -21,14 +21,20 @@ pub(crate) fn must_catch(m: Mutant, harness: fn()) {
         Ok(()) => panic!("the model did not catch the broken variant {m:?}"),
         Err(p) => p,
     };
-    let msg = payload
-        .downcast_ref::<String>()
-        .map(String::as_str)
-        .or_else(|| payload.downcast_ref::<&str>().copied())
-        .unwrap_or("(no message)");
+    let msg = panic_message(&*payload);
     println!("caught {m:?}: {msg}");
     assert!(
         !msg.contains("unwrap()"),
         "the model failed on its own setup, not on {m:?}: {msg}"
     );
+}
+
+/// The message a panic carried (`panic!` with a format: `String`; with a literal:
+/// `&str`), for a harness that checks *why* a model failed.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    payload
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| payload.downcast_ref::<&str>().copied())
+        .unwrap_or("(no message)")
 }
