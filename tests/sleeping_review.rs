@@ -100,11 +100,11 @@ fn a_wake_hook_that_reads_its_domain_runs_once() {
 mod lost_wake {
     use super::*;
     use rcuref::mutants::{set_pause_hook, Point};
-    use rcuref::rcu::{std_sleeping, SLEEP_BOUND};
+    use rcuref::rcu::{std_sleeping, SLEEP_BOUND, SPIN_ATTEMPTS};
 
     thread_local!(static IS_WAITER: Cell<bool> = const { Cell::new(false) });
     /// Set by the waiter's hook right before `std_sleeping` goes to sleep (the attempt
-    /// after its 64 spins): the next scan on the waiter thread is the one inside
+    /// after its `SPIN_ATTEMPTS` polls): the next scan on the waiter thread is the one inside
     /// `Waiting::sleep`'s final poll.
     static ARMED: AtomicBool = AtomicBool::new(false);
     static LEAVE: AtomicBool = AtomicBool::new(false);
@@ -153,10 +153,10 @@ mod lost_wake {
             let mut w = rcu.reader().unwrap();
             let mut inner = std_sleeping::<4>();
             w.synchronize(move |wt| {
-                if wt.attempts() == 65 && !control {
-                    ARMED.store(true, SeqCst); // this attempt sleeps (SPINS = 64)
+                if wt.attempts() == SPIN_ATTEMPTS + 1 && !control {
+                    ARMED.store(true, SeqCst); // this attempt sleeps
                 }
-                if wt.attempts() == 70 && control {
+                if wt.attempts() == SPIN_ATTEMPTS + 6 && control {
                     LEAVE.store(true, SeqCst); // a few sleeps in: let the reader go
                 }
                 inner(wt)

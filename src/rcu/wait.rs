@@ -454,8 +454,14 @@ mod std_sleep {
 
     /// How long a sleeping wait sleeps at most (the bound on a missed or late wake-up).
     pub const SLEEP_BOUND: Duration = Duration::from_millis(1);
-    /// Attempts a `std_sleeping` wait polls before it sleeps.
-    const SPINS: u32 = 64;
+    /// Attempts a [`std_sleeping`] wait polls before it sleeps: with the blocking
+    /// wait's back-off between them (1, 2, 4 … 64 spin-loop hints), a few microseconds
+    /// (about 6 µs on the report's AMD EPYC), the order of liburcu's spin before its
+    /// futex. It was 64 (about 95 µs there): on a machine whose threads outnumber its
+    /// cores the writer burnt its share of the core polling, was preempted, and came
+    /// back milliseconds after the reader's unlock (docs/bench/REPORT.md, "a reader
+    /// preempted inside its section").
+    pub const SPIN_ATTEMPTS: u32 = 8;
 
     /// The domain wake hook that [`std_sleeping`] installs: wakes every sleeping wait of
     /// the process. Never blocks, so a reader in a signal handler may end its section
@@ -476,8 +482,8 @@ mod std_sleep {
     /// (`std_sleeping_keeps_a_wake_between_its_poll_and_its_sleep`).
     pub fn std_sleeping<const N: usize>() -> impl FnMut(&Waiting<'_, '_, N>) -> ControlFlow<()> {
         move |w| {
-            if w.attempts() > SPINS {
-                if w.attempts() == SPINS + 1 {
+            if w.attempts() > SPIN_ATTEMPTS {
+                if w.attempts() == SPIN_ATTEMPTS + 1 {
                     w.cookie().domain().wake_hook_or(std_wake);
                 }
                 let seen = WAKES.load(SeqCst);
@@ -492,4 +498,4 @@ mod std_sleep {
     }
 }
 #[cfg(all(feature = "std", not(loom)))]
-pub use std_sleep::{std_sleeping, std_wake, SLEEP_BOUND};
+pub use std_sleep::{std_sleeping, std_wake, SLEEP_BOUND, SPIN_ATTEMPTS};
