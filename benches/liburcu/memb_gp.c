@@ -4,6 +4,9 @@
  *   latency         synchronize_rcu with one registered reader thread, idle
  *   latency-reader  from a reader's unlock (it held its section HOLD_NS) to the return
  *                   of the synchronize_rcu the writer began when the reader entered
+ *   latency-preempted  as latency-reader, but the reader sleeps PREEMPTED_US inside
+ *                   its section while T busy threads occupy the cores (synchronize_rcu
+ *                   sleeps on its futex, woken by the reader's unlock)
  *   throughput      T threads calling synchronize_rcu back to back for a second
  *   read-paced      one reader thread's ns per section over a second while a writer
  *                   calls synchronize_rcu at PACE per second (writer= its achieved rate)
@@ -24,12 +27,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <math.h>
 #include <time.h>
 #include <unistd.h>
 
 #define HOLD_NS 20000
 #define PACE 20000.0
 #define ROUNDS 2000
+#define PREEMPTED_US 100
 #define MAX_THREADS 256
 
 static double now_ns(void)
@@ -137,6 +142,70 @@ static void latency_reader(double *median, double *p99)
 	pthread_join(t, NULL);
 	*median = pct(after, ROUNDS, 0.5);
 	*p99 = pct(after, ROUNDS, 0.99);
+}
+
+static atomic_int hog_stop;
+
+static void *hog(void *arg)
+{
+	(void)arg;
+	while (!atomic_load_explicit(&hog_stop, memory_order_relaxed))
+		caa_cpu_relax();
+	return NULL;
+}
+
+static void *preempted_reader(void *arg)
+{
+	(void)arg;
+	urcu_memb_register_thread();
+	for (long round = 1; round <= ROUNDS; round++) {
+		while (atomic_load_explicit(&done, memory_order_acquire) != round - 1)
+			caa_cpu_relax();
+		urcu_memb_read_lock();
+		atomic_store_explicit(&entered, round, memory_order_release);
+		/* Descheduled inside the section: the busy threads take the core. */
+		struct timespec ts = { 0, PREEMPTED_US * 1000L };
+		nanosleep(&ts, NULL);
+		atomic_store_explicit(&left_at_ns, (long)(now_ns() - base), memory_order_relaxed);
+		urcu_memb_read_unlock();
+	}
+	urcu_memb_unregister_thread();
+	return NULL;
+}
+
+static void latency_preempted(long hogs, double *median, double *p99)
+{
+	static double after[ROUNDS];
+	static pthread_t hs[MAX_THREADS];
+	pthread_t t;
+	int waited = 0;
+	atomic_store(&entered, 0);
+	atomic_store(&done, 0);
+	base = now_ns();
+	for (long i = 0; i < hogs; i++)
+		pthread_create(&hs[i], NULL, hog, NULL);
+	pthread_create(&t, NULL, preempted_reader, NULL);
+	for (long round = 1; round <= ROUNDS; round++) {
+		while (atomic_load_explicit(&entered, memory_order_acquire) != round)
+			caa_cpu_relax();
+		double began = now_ns() - base;
+		urcu_memb_synchronize_rcu();
+		double back = now_ns() - base;
+		double left = (double)atomic_load_explicit(&left_at_ns, memory_order_relaxed);
+		/* A round whose call began after the unlock timed the scheduler: left out. */
+		if (began < left)
+			after[waited++] = back - left;
+		atomic_store_explicit(&done, round, memory_order_release);
+	}
+	pthread_join(t, NULL);
+	fprintf(stderr, "latency-preempted: %d of %d rounds waited\n", waited, ROUNDS);
+	if (waited == 0)
+		after[waited++] = NAN;
+	atomic_store(&hog_stop, 1);
+	for (long i = 0; i < hogs; i++)
+		pthread_join(hs[i], NULL);
+	*median = pct(after, waited, 0.5);
+	*p99 = pct(after, waited, 0.99);
 }
 
 static atomic_int stop;
@@ -312,7 +381,7 @@ static void urcu_row(long readers, double *gps, double *reads)
 int main(int argc, char **argv)
 {
 	if (argc != 3) {
-		fprintf(stderr, "usage: memb_gp <latency|latency-reader|read-paced|throughput|defer> <threads>\n");
+		fprintf(stderr, "usage: memb_gp <latency|latency-reader|latency-preempted|read-paced|throughput|defer|urcu|urcu-yield> <threads>\n");
 		return 2;
 	}
 	const char *row = argv[1];
@@ -327,6 +396,8 @@ int main(int argc, char **argv)
 		latency(&median, &p99);
 	} else if (strcmp(row, "latency-reader") == 0) {
 		latency_reader(&median, &p99);
+	} else if (strcmp(row, "latency-preempted") == 0) {
+		latency_preempted(threads, &median, &p99);
 	} else if (strcmp(row, "read-paced") == 0) {
 		double ns = read_paced();
 		printf("gp row=%s threads=1 median=%.2f p99=0.0 unit=ns writer=%.0f\n", row, ns, paced_rate);

@@ -623,6 +623,9 @@ fn c_read_rows(root: &Path, how: &str) -> Result<String, String> {
 
 const URCU_BEGIN: &str = "<!-- urcu section begins -->";
 const URCU_END: &str = "<!-- urcu section ends -->";
+/// How long `latency-preempted`'s reader sleeps in its section (`PREEMPTED_US` in
+/// benches/src/bin/gp.rs and benches/liburcu/memb_gp.c): for the report's words.
+const PREEMPTED_US: u64 = 100;
 
 /// liburcu's `test_urcu` shape (`gp urcu` / `urcu-yield`, `memb_gp urcu`): readers in
 /// tight loops, which outnumber the cores from 4 up, and one writer calling synchronize
@@ -689,6 +692,42 @@ fn urcu_rows(root: &Path, how: &str) -> Result<String, String> {
                 "| {r} | {label} | {gps:.0} | {:.2} | {reads:.3e} | {:.2} |",
                 gps / bg,
                 reads / br
+            );
+        }
+    }
+    // The preempted reader: the wake-up's latency when busy threads fill the cores.
+    let _ = writeln!(
+        md,
+        "\n### a reader preempted inside its section: from its unlock to the waiter's return\n\n\
+         Row `latency-preempted` of the same binaries: a reader enters its section, the \
+         writer begins a sleeping `synchronize` (memb: `synchronize_rcu`, which sleeps on its \
+         futex), the reader sleeps {} µs inside its section while `H` busy threads occupy \
+         the cores, then unlocks; the time from its unlock to the writer's return, median \
+         and p99 of 2000 rounds. \"x memb\": memb's time / this row's (above 1: sooner \
+         than memb).\n\n\
+         | busy threads | implementation | median | p99 | x memb (median) | x memb (p99) |\n\
+         |---|---|---|---|---|---|",
+        PREEMPTED_US
+    );
+    let sleepers: Vec<(&str, &Path)> = who
+        .iter()
+        .filter(|(_, _, row)| *row == "urcu")
+        .map(|(label, bin, _)| (*label, *bin))
+        .collect();
+    for h in [cores(), 2 * cores()] {
+        let mut base: Option<(f64, f64)> = None;
+        for (label, bin) in &sleepers {
+            let out = run(Command::new(bin).args(["latency-preempted", &h.to_string()]))?;
+            print!("{label}: {out}");
+            let (m, p) = (num(&out, "median=")?, num(&out, "p99=")?);
+            let (bm, bp) = *base.get_or_insert((m, p));
+            let _ = writeln!(
+                md,
+                "| {h} | {label} | {} | {} | {:.2} | {:.2} |",
+                fmt_ns(m),
+                fmt_ns(p),
+                bm / m.max(1.0),
+                bp / p.max(1.0)
             );
         }
     }

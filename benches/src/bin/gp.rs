@@ -9,6 +9,12 @@
 //!   `HOLD_NS` and leaves; the writer calls `synchronize` as soon as it is told. The
 //!   figure is the time from the reader's unlock to `synchronize`'s return (ns): what
 //!   the writer adds on top of the wait it cannot avoid;
+//! * `latency-preempted`: as `latency-reader`, but the reader is descheduled inside its
+//!   section (it sleeps `PREEMPTED_US` there) while `t` busy threads keep every core
+//!   occupied, and the writer waits with a sleeping hook (`std_sleeping`): the time from
+//!   the reader's unlock to `synchronize`'s return is the wake-up's latency (ns) when
+//!   the threads outnumber the cores (a round whose call began only after the unlock,
+//!   the writer itself descheduled, is left out);
 //! * `throughput`: `t` threads call `synchronize` back to back for a second (plus one
 //!   registered idle reader); completed calls per second, all threads together;
 //! * `defer`: `t` threads each retire heap values through a bounded `DeferQueue` (64
@@ -47,8 +53,10 @@ static RCU: Rcu<64> = Rcu::new();
 
 /// How long the reader of `latency-reader` stays in its section.
 const HOLD_NS: u64 = 20_000;
-/// Rounds of `latency-reader`, batches of `latency`.
+/// Rounds of `latency-reader` and `latency-preempted`, batches of `latency`.
 const ROUNDS: usize = 2000;
+/// How long the reader of `latency-preempted` sleeps inside its section.
+const PREEMPTED_US: u64 = 100;
 /// The writer's pace in `read-paced`: grace periods per second (below every
 /// implementation's busy rate under a reader, so all of them keep it).
 const PACE: f64 = 20_000.0;
@@ -138,6 +146,66 @@ fn latency_reader() -> (f64, f64) {
             done.store(round, Release);
         }
     });
+    (percentile(&mut after, 0.5), percentile(&mut after, 0.99))
+}
+
+/// `latency-preempted`: the reader sleeps inside its section while `hogs` threads spin
+/// on the cores; the writer waits with `std_sleeping`. (median, p99) of the time from
+/// the reader's unlock to `synchronize`'s return, ns.
+fn latency_preempted(hogs: usize) -> (f64, f64) {
+    let entered = AtomicU64::new(0);
+    let left_at = AtomicU64::new(0);
+    let done = AtomicU64::new(0);
+    let stop = AtomicBool::new(false);
+    let base = Instant::now();
+    let mut after = Vec::with_capacity(ROUNDS);
+    std::thread::scope(|s| {
+        for _ in 0..hogs {
+            s.spawn(|| {
+                while !stop.load(Relaxed) {
+                    spin_loop();
+                }
+            });
+        }
+        s.spawn(|| {
+            let r = RCU.reader().unwrap();
+            for round in 1..=ROUNDS as u64 {
+                while done.load(Acquire) != round - 1 {
+                    spin_loop();
+                }
+                let g = r.lock();
+                entered.store(round, Release);
+                // Descheduled inside the section: the busy threads take the core.
+                std::thread::sleep(Duration::from_micros(PREEMPTED_US));
+                left_at.store(base.elapsed().as_nanos() as u64, Relaxed);
+                drop(g);
+            }
+        });
+        let mut w = RCU.reader().unwrap();
+        for round in 1..=ROUNDS as u64 {
+            while entered.load(Acquire) != round {
+                spin_loop();
+            }
+            let began = base.elapsed().as_nanos() as u64;
+            w.synchronize(rcuref::rcu::std_sleeping()).unwrap();
+            let back = base.elapsed().as_nanos() as u64;
+            let left = left_at.load(Relaxed);
+            // A writer descheduled before its call began after the unlock: that round
+            // timed the scheduler, not a wake; it is left out (on every side).
+            if began < left {
+                after.push((back - left) as f64);
+            }
+            done.store(round, Release);
+        }
+        stop.store(true, Relaxed);
+    });
+    eprintln!(
+        "latency-preempted: {} of {ROUNDS} rounds waited",
+        after.len()
+    );
+    if after.is_empty() {
+        after.push(f64::NAN);
+    }
     (percentile(&mut after, 0.5), percentile(&mut after, 0.99))
 }
 
@@ -295,7 +363,7 @@ fn main() {
     let (row, threads) = match args.as_slice() {
         [_, row, t] => (row.as_str(), t.parse::<usize>().expect("threads")),
         _ => {
-            eprintln!("usage: gp <latency|latency-reader|read-paced|throughput|defer> <threads>");
+            eprintln!("usage: gp <latency|latency-reader|latency-preempted|read-paced|throughput|defer|urcu|urcu-yield> <threads>");
             std::process::exit(2);
         }
     };
@@ -306,6 +374,10 @@ fn main() {
         }
         "latency-reader" => {
             let (m, p) = latency_reader();
+            (m, p, "ns")
+        }
+        "latency-preempted" => {
+            let (m, p) = latency_preempted(threads);
             (m, p, "ns")
         }
         "read-paced" => {
