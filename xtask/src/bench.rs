@@ -670,7 +670,9 @@ fn urcu_rows(root: &Path, how: &str) -> Result<String, String> {
          `synchronize` back to back for a second (`benches/src/bin/gp.rs` rows `urcu`, \
          `urcu-yield`; `benches/liburcu/memb_gp.c` row `urcu`), on {} cores: from 4 readers \
          up the threads outnumber the cores and a reader is often descheduled inside its \
-         section. \"GP/s\": the writer's grace periods per second; \"reads/s\": per reader; \
+         section. The rows \"writer paced to memb's GP/s\" hold the sleeping writer to memb's \
+         rate in the same run (sleeping off the gap), so the readers' rates compare under \
+         the same writer load. \"GP/s\": the writer's grace periods per second; \"reads/s\": per reader; \
          \"x memb\": this row / memb's in the same run (above 1: more than memb). Produced by \
          `{how}` on {}; load averages {load_before} before.",
         cores(),
@@ -690,6 +692,25 @@ fn urcu_rows(root: &Path, how: &str) -> Result<String, String> {
             let _ = writeln!(
                 md,
                 "| {r} | {label} | {gps:.0} | {:.2} | {reads:.3e} | {:.2} |",
+                gps / bg,
+                reads / br
+            );
+        }
+        // The readers under the same writer load as memb's: each sleeping build again,
+        // its writer held to memb's grace periods per second.
+        let (bg, br) = base.unwrap_or((1.0, 1.0));
+        for (label, bin, row) in who.iter().skip(1) {
+            if *row != "urcu" {
+                continue;
+            }
+            let out = run(Command::new(bin)
+                .args(["urcu-paced", &r.to_string()])
+                .env("RCUREF_URCU_PACE", format!("{bg:.1}")))?;
+            print!("{label}, paced: {out}");
+            let (gps, reads) = (num(&out, "median=")?, num(&out, "reads=")?);
+            let _ = writeln!(
+                md,
+                "| {r} | {label}, writer paced to memb's GP/s | {gps:.0} | {:.2} | {reads:.3e} | {:.2} |",
                 gps / bg,
                 reads / br
             );

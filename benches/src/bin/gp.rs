@@ -32,7 +32,9 @@
 //!   `synchronize` back to back for a second, with a sleeping wait (`urcu`:
 //!   `std_sleeping`, woken by the last unlock) or a yielding one (`urcu-yield`); the
 //!   writer's grace periods per second (`median=`) and reads per second per reader
-//!   (`reads=`).
+//!   (`reads=`). `urcu-paced`: the sleeping writer held to `RCUREF_URCU_PACE` grace
+//!   periods per second (sleeping off the gap), to compare the readers' rates under the
+//!   same writer load as memb's.
 //!
 //! Threads never outnumber cores in these rows except where the caller asks: the idle
 //! reader sleeps on a lock and is not runnable.
@@ -275,7 +277,7 @@ fn defer(threads: usize) -> f64 {
 /// Returns (the writer's grace periods per second, reads per second per reader). The
 /// writer's hook: `sleep` (`rcu::std_sleeping`, woken by the last unlock) or `yield`
 /// (`forever(yield_now)`, the polling wait this crate had before).
-fn urcu(readers: usize, hook: &str) -> (f64, f64) {
+fn urcu(readers: usize, hook: &str, pace: Option<f64>) -> (f64, f64) {
     let stop = AtomicBool::new(false);
     let ready = Barrier::new(readers + 1);
     std::thread::scope(|s| {
@@ -301,6 +303,16 @@ fn urcu(readers: usize, hook: &str) -> (f64, f64) {
         let t0 = Instant::now();
         let mut gps = 0u64;
         while t0.elapsed() < RUN {
+            if let Some(rate) = pace {
+                // Not ahead of `rate`: sleep off most of the gap (never runnable while
+                // the readers could run), spin the rest.
+                let next = t0 + Duration::from_secs_f64(gps as f64 / rate);
+                let now = Instant::now();
+                if next > now + Duration::from_micros(100) {
+                    std::thread::sleep(next - now - Duration::from_micros(50));
+                }
+                spin_until(next);
+            }
             match hook {
                 "sleep" => w.synchronize(rcuref::rcu::std_sleeping()),
                 _ => w.synchronize(forever(std::thread::yield_now)),
@@ -363,7 +375,7 @@ fn main() {
     let (row, threads) = match args.as_slice() {
         [_, row, t] => (row.as_str(), t.parse::<usize>().expect("threads")),
         _ => {
-            eprintln!("usage: gp <latency|latency-reader|latency-preempted|read-paced|throughput|defer|urcu|urcu-yield> <threads>");
+            eprintln!("usage: gp <latency|latency-reader|latency-preempted|read-paced|throughput|defer|urcu|urcu-yield|urcu-paced> <threads>");
             std::process::exit(2);
         }
     };
@@ -385,9 +397,20 @@ fn main() {
             println!("gp row={row} threads=1 median={ns:.2} p99=0.0 unit=ns writer={rate:.0}");
             return;
         }
-        "urcu" | "urcu-yield" => {
-            let hook = if row == "urcu" { "sleep" } else { "yield" };
-            let (gps, reads) = urcu(threads, hook);
+        "urcu" | "urcu-yield" | "urcu-paced" => {
+            let hook = if row == "urcu-yield" {
+                "yield"
+            } else {
+                "sleep"
+            };
+            let pace = (row == "urcu-paced").then(|| {
+                std::env::var("RCUREF_URCU_PACE")
+                    .ok()
+                    .and_then(|v| v.parse::<f64>().ok())
+                    .filter(|&r| r > 0.0)
+                    .expect("urcu-paced: RCUREF_URCU_PACE=<grace periods per second>")
+            });
+            let (gps, reads) = urcu(threads, hook, pace);
             println!(
                 "gp row={row} threads={threads} median={gps:.1} p99=0.0 unit=per_s reads={reads:.0}"
             );
