@@ -151,11 +151,19 @@ fn lap_torture(rounds: u32) -> (u32, u32) {
     let _restore = Restore;
     rcuref::mutants::set_gp_bits(3);
     let rcu: Rcu<2> = Rcu::new(); // after the width is set, as `set_gp_bits` asks
-    let bufs = [AtomicU32::new(LIVE), AtomicU32::new(FREED)];
-    let current = AtomicUsize::new(0);
-    let (go, entering, left) = (AtomicU32::new(0), AtomicU32::new(0), AtomicU32::new(0));
-    let (done, reader_gone) = (AtomicBool::new(false), AtomicBool::new(false));
-    let (bad, sections) = (AtomicU32::new(0), AtomicU32::new(0));
+
+    // Each flag on a line of its own, at the same offsets in every process. On the
+    // stack, where ASLR moves them (and so which of them share a line), some processes
+    // caught the variant in none of 100 runs while others caught it in one of ten.
+    let bufs = Own([AtomicU32::new(LIVE), AtomicU32::new(FREED)]);
+    let current = Own(AtomicUsize::new(0));
+    let (go, entering, left) = (
+        Own(AtomicU32::new(0)),
+        Own(AtomicU32::new(0)),
+        Own(AtomicU32::new(0)),
+    );
+    let (done, reader_gone) = (Own(AtomicBool::new(false)), Own(AtomicBool::new(false)));
+    let (bad, sections) = (Own(AtomicU32::new(0)), Own(AtomicU32::new(0)));
     let contended: [Line; LINES] = std::array::from_fn(|_| Line(AtomicU32::new(0)));
     // Spins until `ready`, or panics if the reader has gone (it panicked).
     let await_reader = |ready: &dyn Fn() -> bool| {
@@ -327,9 +335,12 @@ mod negative_controls {
     fn catches_a_mark_kept_across_laps() {
         let _serial = serial();
         assert!(
-            // One run in about thirteen catches it on an idle 2-core VM (2026-12-02,
-            // measured: 1 of 15): up to 100 runs of about 0.6 s each, stopping at the
-            // first catch, miss it about once in 3,000 CI runs.
+            // With the torture's flags on lines of their own, one run in about ten
+            // catches it on an idle 2-core VM (2026-12-03: 28 processes over the two
+            // builds, each caught it within 30 runs, mean 9); up to 100 runs of about
+            // 0.6 s each, stopping at the first catch. (Before, with the flags on the
+            // stack, the rate depended on the process's layout, and one CI run's
+            // process caught it in none of 100.)
             caught_in_runs(Mutant::MarkKeptAcrossLaps, 100, || lap_torture(20_000).0),
             "a mark trusted a lap later was not caught"
         );

@@ -25,6 +25,19 @@ pub(crate) const FREED: u32 = 2;
 #[repr(align(128))]
 pub(crate) struct Line(pub(crate) AtomicU32);
 
+/// A value on a cache line of its own (and at the line's start, so at the same offsets
+/// in every process, wherever ASLR puts the stack): a torture's handshake flags and the
+/// pointer the reader loads must not share a line by chance.
+#[repr(align(128))]
+pub(crate) struct Own<T>(pub(crate) T);
+
+impl<T> core::ops::Deref for Own<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
 /// Lines the reader writes just before it announces itself: enough to keep its announce
 /// queued in the store buffer (each needs the line back from the writer's cache) for
 /// longer than the writer takes from publishing to scanning.
