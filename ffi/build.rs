@@ -53,6 +53,14 @@ fn main() {
         "#define RCUREF_FFI_DEBUG_OBJECTS {}\n",
         u8::from(debug_objects)
     ));
+    // Likewise the fence chosen at run time (`rcuref_heavy_install`).
+    for (define, feature) in [
+        ("RCUREF_FFI_AUTO_FENCE", "CARGO_FEATURE_AUTO_FENCE"),
+        ("RCUREF_FFI_MEMBARRIER", "CARGO_FEATURE_MEMBARRIER"),
+    ] {
+        let on = std::env::var_os(feature).is_some();
+        header.push_str(&format!("#define {define} {}\n", u8::from(on)));
+    }
     header.push_str("#endif /* RCUREF_CONFIG_H */\n");
     let dir = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap());
     std::fs::write(dir.join("config.rs"), out).unwrap();

@@ -104,6 +104,31 @@
 #define RCUREF_ACTIVE_COOKIES 3
 
 /**
+ * The mode is not the caller's to choose any more: a grace period (or
+ * `rcuref_fence_mode`) decided it without a heavy fence, and it never changes once
+ * decided (a reader inside a section could meet the other mode). Nothing changed.
+ */
+#define RCUREF_EDECIDED -13
+
+/**
+ * This archive was built without the feature `auto-fence` (`RCUREF_FFI_AUTO_FENCE` is
+ * 0 in its `rcuref_config.h`): its readers always run the full fence. Nothing changed.
+ */
+#define RCUREF_ENOTSUP -14
+
+/**
+ * `rcuref_fence_mode`: readers run a full fence after announcing a section, and grace
+ * periods no heavy fence.
+ */
+#define RCUREF_FENCE_FULL 0
+
+/**
+ * `rcuref_fence_mode`: readers run only a compiler barrier, and every wait of a grace
+ * period runs the heavy fence.
+ */
+#define RCUREF_FENCE_HEAVY 1
+
+/**
  * An RCU domain (opaque): one of the library's, from `rcuref_rcu_domain`.
  */
 typedef struct rcuref_rcu rcuref_rcu;
@@ -181,6 +206,16 @@ typedef struct rcuref_read_token {
   uint32_t place;
   uint32_t seq;
 } rcuref_read_token;
+
+/**
+ * A heavy fence: when it returns, every core that runs or may run a reader of this
+ * library has executed a full memory barrier since the call began, and the calling
+ * core one before and one after (an IPI to every other core whose handler runs a
+ * barrier, and waits for them all; Linux's `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`).
+ * Called from the waits of a grace period (never from a read section or an interrupt
+ * handler that the library runs), about twice per grace period.
+ */
+typedef void (*rcuref_heavy_fence_fn)(void);
 
 /**
  * A pool: storage for `rcuref_pool_init` (zero it, or init it, before any other
@@ -660,6 +695,36 @@ int32_t rcuref_down_read(const struct rcuref_rcu *d, struct rcuref_read_token *o
  * `t` is null or points to a readable and writable `rcuref_read_token`.
  */
 int32_t rcuref_up_read(struct rcuref_read_token *t);
+
+/**
+ * Installs `fence` as the heavy fence and makes the read side's mode heavy: from then
+ * on readers run only a compiler barrier after announcing a section, and every wait of
+ * a grace period calls `fence` (about twice per grace period). Call it at boot, once `fence` works (its IPI is set
+ * up), before the first grace period; readers that entered before it used the full
+ * fence, which stays correct. `fence` must keep its contract (`rcuref_heavy_fence_fn`)
+ * for the rest of the program: the mode never changes back.
+ *
+ * Returns `RCUREF_OK`; `RCUREF_EINVAL` for a null `fence`; `RCUREF_EBUSY` if a heavy
+ * fence is already installed (by an earlier call, or Linux's `membarrier`, found by an
+ * archive with the feature `membarrier`); `RCUREF_EDECIDED` if the mode was decided
+ * without one (a grace period or `rcuref_fence_mode` came first); `RCUREF_ENOTSUP`
+ * from an archive without the feature `auto-fence`; `RCUREF_EBUSY` too from an archive
+ * built with `--cfg rcuref_asymmetric_fence`, whose fence is the binary's, chosen at
+ * link time. Nothing changes on an error.
+ */
+int32_t rcuref_heavy_install(rcuref_heavy_fence_fn fence);
+
+/**
+ * The read side's mode, `RCUREF_FENCE_FULL` or `RCUREF_FENCE_HEAVY`, deciding it now
+ * if nothing has: heavy if a fence was installed (or, with the feature `membarrier`,
+ * Linux offers `MEMBARRIER_CMD_PRIVATE_EXPEDITED`), full otherwise, and final either
+ * way. A program whose readers start long before its first grace period calls it at
+ * start-up (after `rcuref_heavy_install`, where it has a fence), so that they stop
+ * paying the full fence at once. Always `RCUREF_FENCE_FULL` from an archive without the
+ * feature `auto-fence`, always `RCUREF_FENCE_HEAVY` from one built with `--cfg
+ * rcuref_asymmetric_fence`.
+ */
+int32_t rcuref_fence_mode(void);
 
 /**
  * Makes `p` a pool of the caller's `count` objects at `objects`, `stride` bytes apart,

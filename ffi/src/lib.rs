@@ -32,7 +32,10 @@
 //! domains (default 2), `RCUREF_FFI_SLOTS` reader slots each (default 8),
 //! `RCUREF_FFI_TOKENS` more slots each for the sections of `rcuref_down_read` (default
 //! 4), `RCUREF_FFI_CALLBACKS` places in each domain's `call_rcu` queue (default 64);
-//! and the cargo feature `debug-objects` (a callback's `arg` queued twice is refused).
+//! and the cargo features `debug-objects` (a callback's `arg` queued twice is refused),
+//! `auto-fence` (readers drop their full fence once a heavy fence is installed:
+//! `rcuref_heavy_install`) and `membarrier` (`auto-fence`, with Linux's membarrier found
+//! at run time).
 //! The header does not change with them: domains are opaque and
 //! `rcuref_rcu_slots`/`rcuref_call_rcu_capacity` report the numbers at run time.
 
@@ -53,6 +56,7 @@ mod config {
 }
 mod call_rcu;
 mod down_read;
+mod fence;
 #[cfg(rcuref_mutants)]
 mod mutants;
 #[cfg(all(feature = "panic-handler", not(test)))]
@@ -1061,6 +1065,10 @@ pub use call_rcu::{
     rcuref_call_rcu_run_some, rcuref_callback, rcuref_rcu_barrier,
 };
 pub use down_read::{rcuref_down_read, rcuref_read_token, rcuref_up_read};
+pub use fence::{
+    rcuref_fence_mode, rcuref_heavy_fence_fn, rcuref_heavy_install, RCUREF_EDECIDED,
+    RCUREF_ENOTSUP, RCUREF_FENCE_FULL, RCUREF_FENCE_HEAVY,
+};
 pub use pool::{
     rcuref_pool, rcuref_pool_alloc, rcuref_pool_destroy, rcuref_pool_get, rcuref_pool_init,
     rcuref_pool_lookup, rcuref_pool_node, rcuref_pool_publish, rcuref_pool_put,

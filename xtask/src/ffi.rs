@@ -12,7 +12,10 @@
 //!    example under
 //!    AddressSanitizer; `debug_objects.c` (a callback's `arg` queued twice is refused)
 //!    against a host archive built with the feature `debug-objects`, and against the
-//!    plain one, where the double queue must go through (its negative control); the
+//!    plain one, where the double queue must go through (its negative control);
+//!    `heavy_install.c` (`rcuref_heavy_install`, `rcuref_fence_mode`) against archives
+//!    with the features `auto-fence` and `membarrier` and against the plain one, and
+//!    `torture.c` with membarrier installed from C (the heavy mode); the
 //!    header also compiles as C++, alone and beside the standard
 //!    headers, and the example with -Werror for each embedded core (not with
 //!    `--host-only`);
@@ -139,10 +142,25 @@ fn no_panic_path(archive: &Path) -> Result<(), String> {
 /// The target directory of the host archive with the feature `debug-objects`: its own,
 /// so the plain archive in `target/ffi/` that the other checks link stays plain.
 const DEBUG_OBJECTS_TARGET: &str = "target/ffi-debug-objects";
+/// The same for the archives with the features `auto-fence` and `membarrier`.
+const AUTO_FENCE_TARGET: &str = "target/ffi-auto-fence";
+const MEMBARRIER_TARGET: &str = "target/ffi-membarrier";
 
 /// The host archive with the feature `debug-objects`, in `DEBUG_OBJECTS_TARGET/ffi/`.
 fn build_debug_objects_lib(root: &Path) -> Result<(), String> {
-    run(Command::new("cargo").current_dir(root).args([
+    build_featured_lib(root, "debug-objects", DEBUG_OBJECTS_TARGET, None)
+}
+
+/// The archive with `feature`, in `target_dir/ffi/` for the host (`target` `None`) or
+/// `target_dir/<target>/ffi/`.
+fn build_featured_lib(
+    root: &Path,
+    feature: &str,
+    target_dir: &str,
+    target: Option<&str>,
+) -> Result<(), String> {
+    let mut c = Command::new("cargo");
+    c.current_dir(root).args([
         "build",
         "-q",
         "-p",
@@ -150,11 +168,14 @@ fn build_debug_objects_lib(root: &Path) -> Result<(), String> {
         "--profile",
         "ffi",
         "--features",
-        "debug-objects",
+        feature,
         "--target-dir",
-        DEBUG_OBJECTS_TARGET,
-    ]))
-    .map(|_| ())
+        target_dir,
+    ]);
+    if let Some(t) = target {
+        c.args(["--target", t]);
+    }
+    run(&mut c).map(|_| ())
 }
 
 /// Runs `bin`, which must exit with `status` (a negative control's way of saying that
@@ -644,6 +665,81 @@ pub fn check(targets: &[&str], host_only: bool) -> Result<(), String> {
             &["-O2"],
         )
         .and_then(|_| exec_expecting(&bin.join("debug_objects-plain"), 3)),
+    );
+    let auto_lib = root.join(AUTO_FENCE_TARGET).join("ffi");
+    t.check(
+        "heavy_install.c: with feature auto-fence, a fence installed at boot makes the \
+         mode heavy and grace periods call it; a second install and a null one refused",
+        build_featured_lib(&root, "auto-fence", AUTO_FENCE_TARGET, None)
+            .and_then(|_| {
+                cc_with(
+                    &root,
+                    &auto_lib,
+                    &["heavy_install.c"],
+                    &bin.join("heavy_install-auto"),
+                    &["-O2", "-pthread"],
+                )
+            })
+            .and_then(|_| exec(&bin.join("heavy_install-auto"), &["install"])),
+    );
+    t.check(
+        "heavy_install.c: with feature auto-fence, a mode decided full first (by \
+         rcuref_fence_mode, by a grace period) refuses the install",
+        exec(&bin.join("heavy_install-auto"), &["decided"])
+            .and_then(|_| exec(&bin.join("heavy_install-auto"), &["gp-first"])),
+    );
+    t.check(
+        "torture.c in the heavy mode: membarrier installed from C, readers with a \
+         compiler barrier (2 s)",
+        cc_with(
+            &root,
+            &auto_lib,
+            &["torture.c"],
+            &bin.join("torture-heavy"),
+            &["-O2", "-DHEAVY_INSTALL"],
+        )
+        .and_then(|_| exec(&bin.join("torture-heavy"), &["2000"])),
+    );
+    t.check(
+        "torture.c in the heavy mode, negative control: retired without a grace period, \
+         must be caught",
+        exec(&bin.join("torture-heavy"), &["1000", "broken"]),
+    );
+    t.check(
+        "heavy_install.c: with feature membarrier the mode is found heavy at run time \
+         and an install is refused",
+        build_featured_lib(&root, "membarrier", MEMBARRIER_TARGET, None)
+            .and_then(|_| {
+                cc_with(
+                    &root,
+                    &root.join(MEMBARRIER_TARGET).join("ffi"),
+                    &["heavy_install.c"],
+                    &bin.join("heavy_install-membarrier"),
+                    &["-O2", "-pthread"],
+                )
+            })
+            .and_then(|_| exec(&bin.join("heavy_install-membarrier"), &["found"])),
+    );
+    t.check(
+        "heavy_install.c against the plain archive: the install answers ENOTSUP, the mode \
+         stays full",
+        cc(
+            &root,
+            &["heavy_install.c"],
+            &bin.join("heavy_install-plain"),
+            &["-O2", "-pthread"],
+        )
+        .and_then(|_| exec(&bin.join("heavy_install-plain"), &["plain"])),
+    );
+    t.check(
+        "the archive with feature auto-fence builds for thumbv7em-none-eabihf (firmware \
+         installs its IPI fence)",
+        build_featured_lib(
+            &root,
+            "auto-fence",
+            AUTO_FENCE_TARGET,
+            Some("thumbv7em-none-eabihf"),
+        ),
     );
     for fw in FIRMWARE
         .iter()

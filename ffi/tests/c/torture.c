@@ -9,6 +9,10 @@
  * Usage: torture <milliseconds> [broken]
  * "broken" retires objects without waiting for a grace period: the negative control,
  * which must be caught (exit 0 only if it saw a violation).
+ *
+ * Built with -DHEAVY_INSTALL (against an archive with the feature auto-fence), it first
+ * installs membarrier as the heavy fence (rcuref_heavy_install), so that its readers run
+ * with only a compiler barrier and its grace periods with the heavy fence.
  */
 #define _GNU_SOURCE
 #include "annotate.h"
@@ -19,6 +23,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef HEAVY_INSTALL
+#include "membarrier_fence.h"
+#endif
 
 #define LIVE 0x1171u
 #define DEAD 0xdeadu
@@ -142,6 +149,13 @@ int main(int argc, char **argv)
 	}
 	double ms = atof(argv[1]);
 	broken = argc > 2 && strcmp(argv[2], "broken") == 0;
+#ifdef HEAVY_INSTALL
+	if (membarrier_register() != 0 || rcuref_heavy_install(membarrier_fence) != RCUREF_OK ||
+	    rcuref_fence_mode() != RCUREF_FENCE_HEAVY) {
+		fprintf(stderr, "torture: the heavy fence could not be installed\n");
+		return 2;
+	}
+#endif
 	d = rcuref_rcu_domain(0);
 	if (!d || rcuref_rcu_slots(d) < 2 + READERS) {
 		fprintf(stderr, "torture: needs a domain with %d slots\n", 2 + READERS);
@@ -194,6 +208,13 @@ int main(int argc, char **argv)
 	       "%ld kept past their section, %ld recycled, %d violations\n",
 	       broken ? " (broken: no grace period)" : "", replaced, atomic_load(&by_callback),
 	       full, atomic_load(&reads), atomic_load(&kept), atomic_load(&retired), v);
+#ifdef HEAVY_INSTALL
+	printf("torture: heavy fences: %ld\n", atomic_load(&heavy_fences));
+	if (!broken && atomic_load(&heavy_fences) == 0) {
+		fprintf(stderr, "torture: no grace period called the installed fence\n");
+		return 1;
+	}
+#endif
 	if (rcuref_call_rcu_pending(d) != 0) {
 		fprintf(stderr, "torture: callbacks left after the barrier\n");
 		return 1;
