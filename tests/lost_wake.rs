@@ -13,6 +13,13 @@
 //! `UnderWay` drop would have woken the sleepers. Nobody wakes the future; its grace
 //! period is over; a quiescent program never polls it again.
 //!
+//! The third race is the one the step's own wake is for (`gp::wake_after_wait`): the
+//! other driver ends the future's last wait and flips on to a wait that a second reader
+//! holds, so the unlock's check reads the counter at a wait its section does not hold
+//! and rightly sends no wake; only the step wakes the future. Its control
+//! (`Mutant::StepWakesNobody`) runs only on one core: in the heavy modes the other
+//! driver's heavy fence for that next wait wakes the sleepers as it returns.
+//!
 //! The interleaving is made exact with the library's interrupt point
 //! `Gap::DropAfterStore` (the token's drop, between its release store and its wake
 //! check): the handler is the other driver (it could as well be another core while
@@ -25,8 +32,9 @@
 //!   cargo test --release --test lost_wake`
 //! * one core: `RUSTFLAGS="--cfg rcuref_unsafe_assume_single_core --cfg rcuref_mutants"
 //!   cargo test --release --test lost_wake` (the reader preempted by a
-//!   higher-priority writer task; there no heavy fence wakes anyone, so a reader that
-//!   keeps its slot (`Reader`) loses the wake too: the second test)
+//!   higher-priority writer task; there no heavy fence wakes anyone, so the step's wake
+//!   is the only one: the control of the third race; `cargo xtask test` runs this build
+//!   as its step "one core's fences")
 #![cfg(all(
     rcuref_mutants,
     any(
@@ -166,6 +174,92 @@ fn negative_control_the_old_wake_protocol_is_caught() {
     let _serial = serial();
     rcuref::mutants::select(rcuref::mutants::Mutant::OldWakeProtocol);
     let woken = unlock_racing_a_flip();
+    rcuref::mutants::select(rcuref::mutants::Mutant::None);
+    assert_eq!(woken, 0, "the variant's lost wake did not happen");
+}
+
+static RCU3: Rcu<3> = Rcu::new();
+static WAKERS3: Wakers<2> = Wakers::new();
+fn wake3() {
+    WAKERS3.wake()
+}
+static OTHER3: AtomicU32 = AtomicU32::new(0);
+/// The other driver of `a_step_that_ends_the_wait_wakes_the_future`: ends the wait the
+/// reader held and flips to the next, which a second reader holds.
+fn other_driver3(_: usize) {
+    let c = RCU3.cookie_from_raw(OTHER3.load(SeqCst));
+    assert!(
+        !c.poll(),
+        "the second reader should hold the other driver's next wait"
+    );
+}
+
+/// The step's own wake (`gp::wake_after_wait`): the future's last wait ends by another
+/// driver's step, between the last reader's release store and its wake check, and that
+/// driver flips on to the next wait, which a second reader (entered during the future's
+/// first wait) holds. The unlock then reads the counter at that next wait, which its
+/// section does not hold, and rightly sends no wake: only the step that ended the
+/// future's wait can wake it. Returns how often the future's task was woken while the
+/// second reader is still inside (its unlock would wake it, late).
+fn step_past_the_last_readers_wait() -> usize {
+    RCU3.set_wake_hook(Some(wake3));
+    // R0 holds the future's first wait; R enters during it, so it holds the second.
+    let r0 = RCU3.down_read().unwrap();
+    let mine = RCU3.start_poll();
+    assert!(!mine.poll(), "R0 holds the first wait");
+    let r = RCU3.down_read().unwrap();
+    let slot = RCU3.slot_addr(r.slot());
+    drop(r0);
+    assert!(!mine.poll(), "R holds the second wait");
+    // R2 enters during the second wait: it holds the wait after it.
+    let r2 = RCU3.down_read().unwrap();
+    OTHER3.store(RCU3.start_poll().into_raw(), SeqCst);
+
+    let count = Arc::new(Count(AtomicUsize::new(0)));
+    let waker = Waker::from(count.clone());
+    let mut cx = Context::from_waker(&waker);
+    let mut fut = pin!(mine.wait_woken(&WAKERS3));
+    assert!(fut.as_mut().poll(&mut cx).is_pending(), "R holds it");
+    assert_eq!(WAKERS3.in_use(), 1, "the future did not sleep on its cell");
+
+    set_interrupt(Some((Gap::DropAfterStore, slot)), other_driver3, 0);
+    drop(r);
+    assert!(!interrupt_pending(), "the interrupt did not fire");
+    assert!(mine.is_done(), "the future's grace period is over");
+    let woken = count.0.load(SeqCst);
+    drop(r2); // its unlock wakes the future if nothing did
+    assert!(
+        count.0.load(SeqCst) >= 1,
+        "not even the second reader's unlock woke it"
+    );
+    assert!(fut.as_mut().poll(&mut cx).is_ready());
+    assert!(RCU3.cookie_from_raw(OTHER3.load(SeqCst)).poll());
+    woken
+}
+
+/// The step that ends a sleeping future's wait wakes it, even when the last reader's
+/// wake check comes after the counter has moved on to a wait that another reader holds.
+#[test]
+fn a_step_that_ends_the_wait_wakes_the_future() {
+    let _serial = serial();
+    let woken = step_past_the_last_readers_wait();
+    assert!(
+        woken >= 1,
+        "the future's grace period ended and it slept on until a later reader left \
+         (woken {woken} times)"
+    );
+}
+
+/// The control: steps that wake nobody (`Mutant::StepWakesNobody`), the unlock's
+/// protocol kept. Only on one core: in the heavy modes the other driver's heavy fence for
+/// the next wait (the second reader's slot is claimed) wakes the sleepers as it returns
+/// (`UnderWay`), so the variant loses nothing there.
+#[cfg(rcuref_unsafe_assume_single_core)]
+#[test]
+fn negative_control_a_step_that_wakes_nobody_is_caught() {
+    let _serial = serial();
+    rcuref::mutants::select(rcuref::mutants::Mutant::StepWakesNobody);
+    let woken = step_past_the_last_readers_wait();
     rcuref::mutants::select(rcuref::mutants::Mutant::None);
     assert_eq!(woken, 0, "the variant's lost wake did not happen");
 }

@@ -138,6 +138,12 @@ mutants! {
     /// last reader's unlock races another driver's flip sleeps for ever
     /// (`tests/lost_wake.rs`).
     OldWakeProtocol,
+    /// Sleeping waits: a step that ends a wait wakes nobody (`gp::wake_after_wait`
+    /// skipped), the unlock's protocol kept. An unlock whose wake check runs after
+    /// another driver has ended the wait (and so reads the counter past it) rightly
+    /// sends no wake, and nobody else does: the sleeper's only wake is lost
+    /// (`tests/lost_wake.rs`).
+    StepWakesNobody,
     /// RCU, asymmetric mode, **not a bug**: every scan issues a heavy fence of its own
     /// (the old design), none shared through `returned`. Only slower: the fence-count test
     /// must see it.

@@ -197,7 +197,7 @@ pub(super) fn stepping_in<const N: usize>(rcu: &Rcu<N>, h: usize) -> &AtomicU32 
 /// x86 that is a plain load after the locked exchange: no fence per wait.
 #[inline]
 fn wake_after_wait<const N: usize>(rcu: &Rcu<N>) {
-    divert!(OldWakeProtocol => ());
+    divert!(OldWakeProtocol | StepWakesNobody => ());
     if rcu.phase.0.sleepers.load(crate::sync::Ordering::SeqCst) != 0 {
         rcu.call_wake_hook();
     }

@@ -225,6 +225,33 @@ pub fn auto_fence(run: &mut Run) {
     );
 }
 
+/// The fences of a single-core build (`--cfg rcuref_unsafe_assume_single_core`, as
+/// firmware on one core builds it) on the host: the races of a sleeping future's wake
+/// with another driver, which on one core is a higher-priority task preempting the
+/// reader, and the control of a step that wakes nobody.
+pub fn single_core(run: &mut Run) {
+    run.cargo(
+        "host: one core's fences (rcuref_unsafe_assume_single_core): a sleeping future's \
+         wake raced by another driver's steps, and a step that wakes nobody caught",
+        Expect::Tests(SINGLE_CORE_TESTS),
+        &[
+            "test",
+            "--release",
+            "--test",
+            "lost_wake",
+            "--",
+            "--test-threads=1",
+        ],
+        &[
+            (
+                "RUSTFLAGS",
+                "--cfg rcuref_unsafe_assume_single_core --cfg rcuref_mutants",
+            ),
+            ("CARGO_TARGET_DIR", "target/single"),
+        ],
+    );
+}
+
 /// `cargo test` over the default members (the library's unit tests, every integration
 /// test of a plain build, the doctests; xtask, the runner, the probe): 166 listed by
 /// `cargo test -- --list`, less the 2^32 pool test, ignored in debug builds.
@@ -250,8 +277,8 @@ const HOST_NEGATIVE_CONTROLS: u64 = 8;
 /// asymmetric build).
 const INJECTION_TESTS: u64 = 66;
 /// asymmetric 10, heavy_fence_placement 23, panic_injection 18, async_wake 9 (5 woken
-/// by unlocks, 4 controls), lost_wake 3, fence_api 1.
-const ASYMMETRIC_TESTS: u64 = 64;
+/// by unlocks, 4 controls), lost_wake 4, fence_api 1.
+const ASYMMETRIC_TESTS: u64 = 65;
 /// auto_fence without membarrier: its 3 scenarios of the mode, the RCU cases and the
 /// store-buffering torture.
 const AUTO_FENCE_TESTS: u64 = 5;
@@ -259,7 +286,10 @@ const AUTO_FENCE_TESTS: u64 = 5;
 /// auto_fence 5 (an install at boot, readers alone, membarrier found, the RCU cases,
 /// the store-buffering torture)
 /// and async_wake 9 (woken by unlocks in
-/// the mode found at run time, and its controls), lost_wake 3 (two races of an unlock
-/// with a flip, a control), std_wake_hook 1, waker_panic 1, fence_api 1.
+/// the mode found at run time, and its controls), lost_wake 4 (three races of an unlock
+/// with another driver's steps, a control), std_wake_hook 1, waker_panic 1, fence_api 1.
 #[cfg(target_os = "linux")]
-const AUTO_MEMBARRIER_TESTS: u64 = 32;
+const AUTO_MEMBARRIER_TESTS: u64 = 33;
+/// lost_wake on one core: its four tests and the control of the step's own wake, which
+/// only this build can catch (in the heavy modes a heavy fence wakes the sleepers too).
+const SINGLE_CORE_TESTS: u64 = 5;

@@ -98,6 +98,7 @@ pub fn test(args: &[String]) -> Result<(), String> {
     #[cfg(target_os = "linux")]
     host::asymmetric(&mut run);
     host::auto_fence(&mut run);
+    host::single_core(&mut run);
     litmus::suite(&mut run);
     ffi::suite(&mut run, host_only);
     litmus::control(&mut run);
