@@ -1,7 +1,8 @@
 //! Regressions of the sleeping waits and the debug keys, each a failure the code once
 //! had, kept as a test: a wake hook that reads its domain re-entering itself, a wake lost
 //! between the last poll and the sleep, a callback refused its own key, a barrier
-//! spinning while a callback runs elsewhere.
+//! spinning while a callback runs elsewhere, a barrier asleep on a callback that ends
+//! and wakes nobody.
 //!
 //! Commands:
 //! * `cargo test --test sleeping_review --features debug-callbacks`
@@ -286,6 +287,73 @@ fn a_barrier_sleeps_while_a_callback_runs_elsewhere() {
         slept > 0,
         "the barrier waited {took:?} for a running callback with a sleeping hook, \
          called it {hooked} times and slept {slept} times (busy spin)"
+    );
+}
+
+// ---- 5b. the callback's end wakes a barrier asleep on it ----------------------------
+
+static WAKES5B: Mutex<u32> = Mutex::new(0);
+static CV5B: std::sync::Condvar = std::sync::Condvar::new();
+fn wake5b() {
+    *WAKES5B.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+    CV5B.notify_all();
+}
+
+/// Attack: a barrier asleep on a callback that another context runs, with a sleep whose
+/// bound is long (5 s, as a real sleep's timeout may be), must be woken when the
+/// callback returns (`FreeOnDrop` wakes the domain's sleepers, as an unlock would), not
+/// sleep out its bound. The sleep is the blocking waits' shape: a generation read
+/// before the announcement, so a wake between the announcement and the sleep counts.
+#[test]
+fn a_barrier_asleep_on_a_running_callback_is_woken_when_it_returns() {
+    use rcuref::rcu::CallQueue;
+    use std::ops::ControlFlow;
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let rcu: &'static Rcu<4> = leak(Rcu::new());
+    rcu.set_wake_hook(Some(wake5b));
+    let q: &'static CallQueue<'static, usize, 4, 4> = leak(CallQueue::new(rcu));
+    q.call(7).unwrap();
+    let started = leak(AtomicBool::new(false));
+    let runner = std::thread::spawn(move || {
+        let mut w = rcu.reader().unwrap();
+        w.synchronize(rcuref::rcu::spin).unwrap();
+        q.run(1, |_| {
+            started.store(true, SeqCst);
+            std::thread::sleep(Duration::from_millis(100)); // a long callback
+        })
+    });
+    while !started.load(SeqCst) {
+        std::thread::yield_now();
+    }
+    let mut me = rcu.reader().unwrap();
+    let slept = Cell::new(0u32);
+    let t = Instant::now();
+    q.barrier(
+        &mut me,
+        |w| {
+            let seen = *WAKES5B.lock().unwrap_or_else(|e| e.into_inner());
+            w.sleep(|| {
+                slept.set(slept.get() + 1);
+                let g = WAKES5B.lock().unwrap_or_else(|e| e.into_inner());
+                let _ = CV5B
+                    .wait_timeout_while(g, Duration::from_secs(5), |n| *n == seen)
+                    .unwrap_or_else(|e| e.into_inner());
+            });
+            ControlFlow::Continue(())
+        },
+        |_| {},
+    )
+    .unwrap();
+    let took = t.elapsed();
+    assert_eq!(runner.join().unwrap().ran, 1);
+    assert!(
+        slept.get() > 0,
+        "the barrier never slept: the test proves nothing"
+    );
+    assert!(
+        took < Duration::from_millis(2500),
+        "the barrier slept {took:?} (its bound is 5 s) for a 100 ms callback: the \
+         callback's end woke nobody"
     );
 }
 

@@ -253,9 +253,9 @@ pub fn single_core(run: &mut Run) {
 }
 
 /// `cargo test` over the default members (the library's unit tests, every integration
-/// test of a plain build, the doctests; xtask, the runner, the probe): 166 listed by
+/// test of a plain build, the doctests; xtask, the runner, the probe): 167 listed by
 /// `cargo test -- --list`, less the 2^32 pool test, ignored in debug builds.
-const HOST_TESTS: u64 = 165;
+const HOST_TESTS: u64 = 166;
 /// loom_file_ref 14, loom_rcu 34, loom_pool 11, loom_interrupts 4, loom_call 9,
 /// loom_wake 11 (5 models of the real code, 6 that must find a lost wake: 5 broken
 /// variants and the default mode's documented one; its 3 ignored tests take minutes and
@@ -272,10 +272,10 @@ const HOST_NEGATIVE_CONTROLS: u64 = 8;
 /// preemption 14, interrupts 4, panic_injection 16 (its two heavy-fence panics are the
 /// asymmetric build's), call_queue 13 (its 9 plain tests and 4 with broken variants),
 /// polled 8 (6 plain, the old cookie on a 4-bit counter, the token's control),
-/// sleeping_review 6 (3 plain, a wake between the last poll and the sleep, its control,
+/// sleeping_review 7 (4 plain, a wake between the last poll and the sleep, its control,
 /// the every-unlock-wakes control), async_wake 5 (re-polling: its controls need the
 /// asymmetric build).
-const INJECTION_TESTS: u64 = 66;
+const INJECTION_TESTS: u64 = 67;
 /// asymmetric 10, heavy_fence_placement 23, panic_injection 18, async_wake 9 (5 woken
 /// by unlocks, 4 controls), lost_wake 4, fence_api 1.
 const ASYMMETRIC_TESTS: u64 = 65;
