@@ -53,14 +53,17 @@ fn main() {
         "#define RCUREF_FFI_DEBUG_OBJECTS {}\n",
         u8::from(debug_objects)
     ));
-    // Likewise the fence chosen at run time (`rcuref_heavy_install`).
-    for (define, feature) in [
-        ("RCUREF_FFI_AUTO_FENCE", "CARGO_FEATURE_AUTO_FENCE"),
-        ("RCUREF_FFI_MEMBARRIER", "CARGO_FEATURE_MEMBARRIER"),
-    ] {
-        let on = std::env::var_os(feature).is_some();
-        header.push_str(&format!("#define {define} {}\n", u8::from(on)));
-    }
+    // Likewise the fence chosen at run time (`rcuref_heavy_install`). Membarrier only
+    // where it can be found: the feature does nothing for a target other than Linux, and
+    // a C program that read 1 there would skip its own install.
+    let auto_fence = std::env::var_os("CARGO_FEATURE_AUTO_FENCE").is_some();
+    let membarrier = std::env::var_os("CARGO_FEATURE_MEMBARRIER").is_some()
+        && std::env::var("CARGO_CFG_TARGET_OS").is_ok_and(|os| os == "linux");
+    header.push_str(&format!(
+        "#define RCUREF_FFI_AUTO_FENCE {}\n#define RCUREF_FFI_MEMBARRIER {}\n",
+        u8::from(auto_fence),
+        u8::from(membarrier)
+    ));
     header.push_str("#endif /* RCUREF_CONFIG_H */\n");
     let dir = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap());
     std::fs::write(dir.join("config.rs"), out).unwrap();

@@ -14,7 +14,7 @@ mod cases;
 #[path = "cases/store_buffering.rs"]
 mod store_buffering;
 
-use rcuref::rcu::heavy::{fence_mode, install, FenceMode, HeavyFence};
+use rcuref::rcu::heavy::{fence_mode, install, is_installed, FenceMode, HeavyFence};
 use rcuref::rcu::Rcu;
 use rcuref::Error;
 use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
@@ -76,6 +76,7 @@ fn without_a_fence_the_first_grace_period_decides_full() {
     reader.synchronize(rcuref::rcu::spin).unwrap(); // decides
     assert_eq!(fence_mode(), FenceMode::Full);
     assert_eq!(install::<OneThread>(), Err(Error::Decided));
+    assert!(!is_installed::<OneThread>());
     assert_eq!(fence_mode(), FenceMode::Full);
     reader.synchronize(rcuref::rcu::spin).unwrap();
     assert_eq!(FENCES.load(SeqCst), 0, "no heavy fence in the full mode");
@@ -93,8 +94,13 @@ fn a_fence_installed_at_boot_makes_the_mode_heavy() {
     static RCU: Rcu<2> = Rcu::new();
     let mut reader = RCU.reader().unwrap();
     let early = reader.lock(); // before the install: the full fence
+    assert!(!is_installed::<OneThread>());
     assert_eq!(install::<OneThread>(), Ok(()));
     assert_eq!(install::<OneThread>(), Err(Error::Busy));
+    assert!(
+        is_installed::<OneThread>(),
+        "the refused second install is the same fence"
+    );
     assert_eq!(fence_mode(), FenceMode::Heavy);
     let cookie = RCU.start_poll();
     for _ in 0..100 {
@@ -149,6 +155,12 @@ fn membarrier_is_found_at_run_time() {
         "this kernel has membarrier (the asymmetric suite uses it)"
     );
     assert_eq!(install::<OneThread>(), Err(Error::Busy));
+    assert!(!is_installed::<OneThread>());
+    #[cfg(feature = "membarrier")]
+    assert!(
+        is_installed::<rcuref::rcu::heavy::Membarrier>(),
+        "found, so installed"
+    );
 }
 
 /// The RCU test bodies, in a process whose mode is decided as the build decides it

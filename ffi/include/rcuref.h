@@ -69,7 +69,8 @@
 
 /**
  * In use: the pool, or an object of the array (initialising it would free an object
- * someone still holds), or a slot another owner has opened. Nothing changed.
+ * someone still holds), or a slot another owner has opened; or a heavy fence already
+ * installed (`rcuref_heavy_install`). Nothing changed.
  */
 #define RCUREF_EBUSY -9
 
@@ -706,7 +707,8 @@ int32_t rcuref_up_read(struct rcuref_read_token *t);
  *
  * Returns `RCUREF_OK`; `RCUREF_EINVAL` for a null `fence`; `RCUREF_EBUSY` if a heavy
  * fence is already installed (by an earlier call, or Linux's `membarrier`, found by an
- * archive with the feature `membarrier`); `RCUREF_EDECIDED` if the mode was decided
+ * archive with the feature `membarrier`): of two calls at once, one installs its fence
+ * and the other answers `RCUREF_EBUSY` once that fence is installed, never before; `RCUREF_EDECIDED` if the mode was decided
  * without one (a grace period or `rcuref_fence_mode` came first); `RCUREF_ENOTSUP`
  * from an archive without the feature `auto-fence`; `RCUREF_EBUSY` too from an archive
  * built with `--cfg rcuref_asymmetric_fence`, whose fence is the binary's, chosen at

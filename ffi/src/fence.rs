@@ -36,23 +36,23 @@ mod chosen {
     use core::ffi::c_void;
     use portable_atomic::{AtomicPtr, Ordering::Acquire, Ordering::Relaxed, Ordering::Release};
 
-    /// The C function `rcuref_heavy_install` was given.
+    /// The C function the first `rcuref_heavy_install` was given.
     ///
-    /// INVARIANT: null, or a function pointer of type `unsafe extern "C" fn()` whose
-    /// caller promised the heavy-fence contract (`rcuref_heavy_fence_fn`); once
-    /// [`CFence`] is installed in the library it is non-null and never changes (it is
-    /// only reset to null by the install that set it, and only when the library refused
-    /// `CFence`, which it then can never install: its mode or its fence is final).
+    /// INVARIANT: null until that call's claim, then that function, for good: an
+    /// `unsafe extern "C" fn()` whose caller promised the heavy-fence contract
+    /// (`rcuref_heavy_fence_fn`). Nobody asks the library to install [`CFence`] before
+    /// it is set (the claimer after its claim, any other caller after its claim failed),
+    /// so [`CFence`]'s fence always finds it.
     pub(super) static FENCE: AtomicPtr<c_void> = AtomicPtr::new(core::ptr::null_mut());
 
     /// The library's view of the C fence.
     pub(super) struct CFence;
 
-    // SAFETY: the library calls `heavy_fence` only once `CFence` is installed, that is,
-    // once `FENCE` holds the caller's function (its `Release` store happens before the
-    // install's, which the waits' `Acquire` load of the installed fence reads), and the
-    // caller of `rcuref_heavy_install` promised that function's heavy-fence contract,
-    // which is this trait's.
+    // SAFETY: the library calls `heavy_fence` only once `CFence` is installed, which
+    // happens only after `FENCE` holds the first caller's function (`FENCE`'s
+    // invariant; its `Release` store happens before the install's, which the waits'
+    // `Acquire` load of the installed fence reads), and that caller promised the
+    // function's heavy-fence contract, which is this trait's.
     unsafe impl rcuref::rcu::heavy::HeavyFence for CFence {
         fn heavy_fence() {
             let f = FENCE.load(Acquire);
@@ -75,11 +75,6 @@ mod chosen {
             .compare_exchange(core::ptr::null_mut(), f, Release, Relaxed)
             .is_ok()
     }
-
-    /// Undoes a `claim` the library refused.
-    pub(super) fn unclaim() {
-        FENCE.store(core::ptr::null_mut(), Relaxed);
-    }
 }
 
 /// Installs `fence` as the heavy fence and makes the read side's mode heavy: from then
@@ -91,7 +86,8 @@ mod chosen {
 ///
 /// Returns `RCUREF_OK`; `RCUREF_EINVAL` for a null `fence`; `RCUREF_EBUSY` if a heavy
 /// fence is already installed (by an earlier call, or Linux's `membarrier`, found by an
-/// archive with the feature `membarrier`); `RCUREF_EDECIDED` if the mode was decided
+/// archive with the feature `membarrier`): of two calls at once, one installs its fence
+/// and the other answers `RCUREF_EBUSY` once that fence is installed, never before; `RCUREF_EDECIDED` if the mode was decided
 /// without one (a grace period or `rcuref_fence_mode` came first); `RCUREF_ENOTSUP`
 /// from an archive without the feature `auto-fence`; `RCUREF_EBUSY` too from an archive
 /// built with `--cfg rcuref_asymmetric_fence`, whose fence is the binary's, chosen at
@@ -103,18 +99,28 @@ pub extern "C" fn rcuref_heavy_install(fence: rcuref_heavy_fence_fn) -> i32 {
     };
     #[cfg(all(feature = "auto-fence", not(rcuref_asymmetric_fence)))]
     {
-        if !chosen::claim(f as *mut core::ffi::c_void) {
-            return RCUREF_EBUSY;
-        }
-        match rcuref::rcu::heavy::install::<chosen::CFence>() {
-            Ok(()) => RCUREF_OK,
-            Err(e) => {
-                chosen::unclaim();
-                match e {
-                    rcuref::Error::Decided => RCUREF_EDECIDED,
-                    _ => RCUREF_EBUSY,
-                }
+        use rcuref::rcu::heavy::{install, is_installed};
+        // The first caller's fence is the C fence for good. Every caller then asks the
+        // library to install it: a caller whose claim failed may find the claimer not
+        // there yet (stopped between its claim and its install), and must not answer
+        // "installed" while nothing is, nor leave the mode to be decided without it
+        // (the review's race: both refused, the mode decided full).
+        let claimed = chosen::claim(f as *mut core::ffi::c_void);
+        #[cfg(rcuref_mutants)]
+        {
+            crate::mutants::after_claim();
+            if !claimed && crate::mutants::OLD_INSTALL.load(portable_atomic::Ordering::Relaxed) {
+                return RCUREF_EBUSY; // the old code: refused before the claimer installs
             }
+        }
+        match install::<chosen::CFence>() {
+            Ok(()) if claimed => RCUREF_OK,
+            // Installed for the claimer, whose fence it is.
+            Ok(()) => RCUREF_EBUSY,
+            Err(rcuref::Error::Decided) => RCUREF_EDECIDED,
+            // A caller whose claim failed installed it first.
+            Err(_) if claimed && is_installed::<chosen::CFence>() => RCUREF_OK,
+            Err(_) => RCUREF_EBUSY,
         }
     }
     #[cfg(rcuref_asymmetric_fence)]

@@ -102,7 +102,8 @@ pub const RCUREF_EGAVEUP: i32 = -7;
 /// entered, so balanced unlocks still end the section.
 pub const RCUREF_ETOODEEP: i32 = -8;
 /// In use: the pool, or an object of the array (initialising it would free an object
-/// someone still holds), or a slot another owner has opened. Nothing changed.
+/// someone still holds), or a slot another owner has opened; or a heavy fence already
+/// installed (`rcuref_heavy_install`). Nothing changed.
 pub const RCUREF_EBUSY: i32 = -9;
 /// The context's owner is not the slot's: a context that its slot's owner did not open
 /// (or closed since). Nothing changed.

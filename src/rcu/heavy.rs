@@ -268,7 +268,7 @@ pub enum FenceMode {
 #[cfg(all(rcuref_auto, rcuref_variants))]
 pub(crate) use auto::force;
 #[cfg(rcuref_auto)]
-pub use auto::{fence_mode, install};
+pub use auto::{fence_mode, install, is_installed};
 
 /// The read side's mode: with feature `auto-fence` where a static choice overrides it
 /// (`--cfg rcuref_asymmetric_fence`: always [`FenceMode::Heavy`]; loom: always
@@ -435,6 +435,15 @@ mod auto {
             Ok(_) | Err(HEAVY) => Ok(()),
             Err(_) => Err(Error::Decided),
         }
+    }
+
+    /// Whether `F` is the heavy fence installed (by [`install`], or found: with feature
+    /// `membarrier`, `Membarrier`), whatever the mode. For a caller
+    /// whose `install::<F>()` was refused as [`Error::Busy`] while another context
+    /// installed the same `F` (the C API's `rcuref_heavy_install`, which two contexts may
+    /// call at once).
+    pub fn is_installed<F: super::HeavyFence>() -> bool {
+        CHOICE.0.fence.load(Acquire) == F::heavy_fence as fn() as *mut ()
     }
 
     /// The read side's mode, deciding it now if nothing has (a program that wants the

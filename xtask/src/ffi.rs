@@ -178,10 +178,36 @@ fn build_featured_lib(
     run(&mut c).map(|_| ())
 }
 
+/// The host archive with the feature `auto-fence` built with `--cfg rcuref_mutants`
+/// (`heavy_install.c`'s race and its control), in `target/ffi-mutants-auto/ffi`.
+fn build_mutants_auto_fence_lib(root: &Path) -> Result<(), String> {
+    run(Command::new("cargo")
+        .current_dir(root)
+        .env("RUSTFLAGS", "--cfg rcuref_mutants")
+        .env("CARGO_TARGET_DIR", root.join("target/ffi-mutants-auto"))
+        .args([
+            "build",
+            "-q",
+            "-p",
+            "rcuref-ffi",
+            "--profile",
+            "ffi",
+            "--features",
+            "auto-fence",
+        ]))
+    .map(|_| ())
+}
+
 /// Runs `bin`, which must exit with `status` (a negative control's way of saying that
 /// it saw what it looks for, not that it failed to build or crashed).
 fn exec_expecting(bin: &Path, status: i32) -> Result<(), String> {
+    exec_expecting_args(bin, &[], status)
+}
+
+/// [`exec_expecting`] with `args`.
+fn exec_expecting_args(bin: &Path, args: &[&str], status: i32) -> Result<(), String> {
     let out = Command::new(bin)
+        .args(args)
         .output()
         .map_err(|e| format!("{}: {e}", bin.display()))?;
     let text =
@@ -687,6 +713,27 @@ pub fn check(targets: &[&str], host_only: bool) -> Result<(), String> {
          rcuref_fence_mode, by a grace period) refuses the install",
         exec(&bin.join("heavy_install-auto"), &["decided"])
             .and_then(|_| exec(&bin.join("heavy_install-auto"), &["gp-first"])),
+    );
+    let race_bin = bin.join("heavy_install-race");
+    t.check(
+        "heavy_install.c race: a second install between the first's claim and its \
+         install is refused only once the first's fence is in; the mode heavy",
+        build_mutants_auto_fence_lib(&root)
+            .and_then(|_| {
+                cc_with(
+                    &root,
+                    &root.join("target/ffi-mutants-auto/ffi"),
+                    &["heavy_install.c"],
+                    &race_bin,
+                    &["-O2", "-pthread", "-DMUTANTS"],
+                )
+            })
+            .and_then(|_| exec(&race_bin, &["race"])),
+    );
+    t.check(
+        "heavy_install.c race, control: the first version's install (refused before \
+         anything is installed, the mode then decided full) must be caught",
+        exec_expecting_args(&race_bin, &["race-old"], 3),
     );
     t.check(
         "torture.c in the heavy mode: membarrier installed from C, readers with a \

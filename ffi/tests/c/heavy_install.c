@@ -13,10 +13,17 @@
  *   heavy_install found      feature membarrier: the mode is found heavy, an install
  *                            is refused (EBUSY), grace periods still wait for a reader;
  *   heavy_install plain      without auto-fence: the install answers ENOTSUP (EINVAL
- *                            for a null fence), the mode is full, nothing else changes.
+ *                            for a null fence), the mode is full, nothing else changes;
+ *   heavy_install race       built with -DMUTANTS against an archive with auto-fence and
+ *                            --cfg rcuref_mutants: a second install run between the
+ *                            first's claim and its install (the review's race) is
+ *                            refused only once the first's fence is in, the mode heavy;
+ *   heavy_install race-old   the same with the first version's install: the control,
+ *                            exits 3 when both installs are refused and the mode full.
  *
  * Each mode is one process: the mode is decided once per process. Exits 0 when every
- * check passes, 1 otherwise, 2 for a usage error or an archive of the wrong build.
+ * check passes, 1 otherwise, 2 for a usage error or an archive of the wrong build (3:
+ * race-old's verdict).
  */
 #define _GNU_SOURCE
 #include "rcuref.h"
@@ -127,6 +134,54 @@ static int found(rcuref_ctx *w)
 	return 0;
 }
 
+#ifdef MUTANTS
+/* The mutants archive's switches (ffi/src/mutants.rs; not in the header). */
+void rcuref_mutant_after_claim(void (*f)(void));
+void rcuref_mutant_old_install(bool on);
+
+static atomic_long second_fences;
+static int32_t second_install = 1, second_mode = -1;
+
+static void second_fence(void)
+{
+	atomic_fetch_add(&second_fences, 1);
+	membarrier_fence();
+}
+
+/* A second context's boot, run between the first install's claim and its request to
+ * the library: its own install, then the mode. */
+static void second_context(void)
+{
+	second_install = rcuref_heavy_install(second_fence);
+	second_mode = rcuref_fence_mode();
+}
+
+/* Two installs at once, the second between the first's claim and its install: one
+ * fence is installed, the other call is refused once it is, and the mode is heavy.
+ * With `old` (the first version) the second call answers EBUSY before anything is
+ * installed, its rcuref_fence_mode decides the mode full, and the first is refused:
+ * exit 3 when that is seen (the control's verdict). */
+static int race(rcuref_ctx *w, int old)
+{
+	rcuref_mutant_old_install(old);
+	rcuref_mutant_after_claim(second_context);
+	int32_t first = rcuref_heavy_install(membarrier_fence);
+	rcuref_mutant_old_install(0);
+	printf("heavy_install race%s: first %d, second %d, the second's mode %d\n",
+	       old ? " (old install)" : "", first, second_install, second_mode);
+	if (old)
+		return first != RCUREF_OK && second_mode == RCUREF_FENCE_FULL ? 3 : 1;
+	CHECK(first == RCUREF_OK);
+	CHECK(second_install == RCUREF_EBUSY);
+	CHECK(second_mode == RCUREF_FENCE_HEAVY);
+	CHECK(rcuref_fence_mode() == RCUREF_FENCE_HEAVY);
+	waits_for_a_reader(w);
+	CHECK(atomic_load(&heavy_fences) > 0); /* the first call's fence is the one */
+	CHECK(atomic_load(&second_fences) == 0);
+	return 0;
+}
+#endif
+
 static int plain(rcuref_ctx *w)
 {
 	CHECK(rcuref_heavy_install(NULL) == RCUREF_EINVAL);
@@ -142,7 +197,7 @@ int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
 	int auto_fence = strcmp(mode, "install") == 0 || strcmp(mode, "decided") == 0 ||
-			 strcmp(mode, "gp-first") == 0;
+			 strcmp(mode, "gp-first") == 0 || strncmp(mode, "race", 4) == 0;
 	if (auto_fence && !(RCUREF_FFI_AUTO_FENCE && !RCUREF_FFI_MEMBARRIER)) {
 		fprintf(stderr, "heavy_install %s: wants an archive with auto-fence only\n", mode);
 		return 2;
@@ -171,10 +226,17 @@ int main(int argc, char **argv)
 		decided_first(&w, 1);
 	else if (strcmp(mode, "found") == 0)
 		found(&w);
+#ifdef MUTANTS
+	else if (strcmp(mode, "race") == 0 || strcmp(mode, "race-old") == 0) {
+		int r = race(&w, strcmp(mode, "race-old") == 0);
+		if (r != 0)
+			return r;
+	}
+#endif
 	else if (strcmp(mode, "plain") == 0)
 		plain(&w);
 	else {
-		fprintf(stderr, "usage: heavy_install install|decided|gp-first|found|plain\n");
+		fprintf(stderr, "usage: heavy_install install|decided|gp-first|found|plain|race|race-old\n");
 		return 2;
 	}
 	CHECK(rcuref_ctx_close(&w) == RCUREF_OK);
