@@ -238,20 +238,18 @@ fn a_callback_may_queue_its_own_key_again() {
 
 // ---- 5. a sleeping hook never sleeps in CallQueue::barrier's second phase -----------
 
-static SLEPT5: AtomicU32 = AtomicU32::new(0);
-static HOOKED5: AtomicU32 = AtomicU32::new(0);
-
-/// Attack: `barrier` waits for a callback that another context is running, calling its
-/// hook with a `Waiting` for a grace period that has already ended, so `Waiting::sleep`
-/// (and every hook built on it: `sleeping`, `std_sleeping`) polls "done" and returns
-/// without sleeping: the barrier busy-spins for as long as the callback runs, the very
-/// case (more tasks than cores, a priority scheduler) sleeping waits were added for.
-#[test]
-fn a_barrier_sleeps_while_a_callback_runs_elsewhere() {
-    use rcuref::rcu::CallQueue;
-    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+/// A domain (with `wake` as its wake hook) and a queue holding one callback, which a
+/// runner thread has begun to run and which takes 100 ms: returned once it is running.
+fn a_callback_running_elsewhere(
+    wake: Option<fn()>,
+) -> (
+    &'static Rcu<4>,
+    &'static rcuref::rcu::CallQueue<'static, usize, 4, 4>,
+    std::thread::JoinHandle<rcuref::rcu::Ran>,
+) {
     let rcu: &'static Rcu<4> = leak(Rcu::new());
-    let q: &'static CallQueue<'static, usize, 4, 4> = leak(CallQueue::new(rcu));
+    rcu.set_wake_hook(wake);
+    let q = leak(rcuref::rcu::CallQueue::new(rcu));
     q.call(7).unwrap();
     let started = leak(AtomicBool::new(false));
     let runner = std::thread::spawn(move || {
@@ -265,6 +263,21 @@ fn a_barrier_sleeps_while_a_callback_runs_elsewhere() {
     while !started.load(SeqCst) {
         std::thread::yield_now();
     }
+    (rcu, q, runner)
+}
+
+static SLEPT5: AtomicU32 = AtomicU32::new(0);
+static HOOKED5: AtomicU32 = AtomicU32::new(0);
+
+/// Attack: `barrier` waits for a callback that another context is running, calling its
+/// hook with a `Waiting` for a grace period that has already ended, so `Waiting::sleep`
+/// (and every hook built on it: `sleeping`, `std_sleeping`) polls "done" and returns
+/// without sleeping: the barrier busy-spins for as long as the callback runs, the very
+/// case (more tasks than cores, a priority scheduler) sleeping waits were added for.
+#[test]
+fn a_barrier_sleeps_while_a_callback_runs_elsewhere() {
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (rcu, q, runner) = a_callback_running_elsewhere(None);
     let mut me = rcu.reader().unwrap();
     let mut hook = sleeping(0, || {
         SLEPT5.fetch_add(1, SeqCst);
@@ -306,25 +319,9 @@ fn wake5b() {
 /// before the announcement, so a wake between the announcement and the sleep counts.
 #[test]
 fn a_barrier_asleep_on_a_running_callback_is_woken_when_it_returns() {
-    use rcuref::rcu::CallQueue;
     use std::ops::ControlFlow;
     let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let rcu: &'static Rcu<4> = leak(Rcu::new());
-    rcu.set_wake_hook(Some(wake5b));
-    let q: &'static CallQueue<'static, usize, 4, 4> = leak(CallQueue::new(rcu));
-    q.call(7).unwrap();
-    let started = leak(AtomicBool::new(false));
-    let runner = std::thread::spawn(move || {
-        let mut w = rcu.reader().unwrap();
-        w.synchronize(rcuref::rcu::spin).unwrap();
-        q.run(1, |_| {
-            started.store(true, SeqCst);
-            std::thread::sleep(Duration::from_millis(100)); // a long callback
-        })
-    });
-    while !started.load(SeqCst) {
-        std::thread::yield_now();
-    }
+    let (rcu, q, runner) = a_callback_running_elsewhere(Some(wake5b));
     let mut me = rcu.reader().unwrap();
     let slept = Cell::new(0u32);
     let t = Instant::now();

@@ -145,6 +145,8 @@ const DEBUG_OBJECTS_TARGET: &str = "target/ffi-debug-objects";
 /// The same for the archives with the features `auto-fence` and `membarrier`.
 const AUTO_FENCE_TARGET: &str = "target/ffi-auto-fence";
 const MEMBARRIER_TARGET: &str = "target/ffi-membarrier";
+/// The auto-fence archive of the mutants build (`--cfg rcuref_mutants`).
+const MUTANTS_AUTO_TARGET: &str = "target/ffi-mutants-auto";
 
 /// The host archive with the feature `debug-objects`, in `DEBUG_OBJECTS_TARGET/ffi/`.
 fn build_debug_objects_lib(root: &Path) -> Result<(), String> {
@@ -158,6 +160,17 @@ fn build_featured_lib(
     feature: &str,
     target_dir: &str,
     target: Option<&str>,
+) -> Result<(), String> {
+    build_lib_with(root, feature, target_dir, target, None)
+}
+
+/// [`build_featured_lib`] with `RUSTFLAGS` set to `rustflags`, if any.
+fn build_lib_with(
+    root: &Path,
+    feature: &str,
+    target_dir: &str,
+    target: Option<&str>,
+    rustflags: Option<&str>,
 ) -> Result<(), String> {
     let mut c = Command::new("cargo");
     c.current_dir(root).args([
@@ -175,27 +188,35 @@ fn build_featured_lib(
     if let Some(t) = target {
         c.args(["--target", t]);
     }
+    if let Some(f) = rustflags {
+        c.env("RUSTFLAGS", f);
+    }
     run(&mut c).map(|_| ())
 }
 
 /// The host archive with the feature `auto-fence` built with `--cfg rcuref_mutants`
-/// (`heavy_install.c`'s race and its control), in `target/ffi-mutants-auto/ffi`.
+/// (`heavy_install.c`'s race and its control), in `MUTANTS_AUTO_TARGET/ffi`.
 fn build_mutants_auto_fence_lib(root: &Path) -> Result<(), String> {
-    run(Command::new("cargo")
-        .current_dir(root)
-        .env("RUSTFLAGS", "--cfg rcuref_mutants")
-        .env("CARGO_TARGET_DIR", root.join("target/ffi-mutants-auto"))
-        .args([
-            "build",
-            "-q",
-            "-p",
-            "rcuref-ffi",
-            "--profile",
-            "ffi",
-            "--features",
-            "auto-fence",
-        ]))
-    .map(|_| ())
+    build_lib_with(
+        root,
+        "auto-fence",
+        MUTANTS_AUTO_TARGET,
+        None,
+        Some("--cfg rcuref_mutants"),
+    )
+}
+
+/// gcc `source` against the archive in `lib_dir` into `out` with `flags`, then runs it
+/// with `args`.
+fn cc_and_run(
+    root: &Path,
+    lib_dir: &Path,
+    source: &str,
+    out: &Path,
+    flags: &[&str],
+    args: &[&str],
+) -> Result<(), String> {
+    cc_with(root, lib_dir, &[source], out, flags).and_then(|_| exec(out, args))
 }
 
 /// Runs `bin`, which must exit with `status` (a negative control's way of saying that
@@ -693,79 +714,78 @@ pub fn check(targets: &[&str], host_only: bool) -> Result<(), String> {
         .and_then(|_| exec_expecting(&bin.join("debug_objects-plain"), 3)),
     );
     let auto_lib = root.join(AUTO_FENCE_TARGET).join("ffi");
+    let heavy_auto = bin.join("heavy_install-auto");
+    let c_flags: &[&str] = &["-O2", "-pthread"];
     t.check(
         "heavy_install.c: with feature auto-fence, a fence installed at boot makes the \
          mode heavy and grace periods call it; a second install and a null one refused",
-        build_featured_lib(&root, "auto-fence", AUTO_FENCE_TARGET, None)
-            .and_then(|_| {
-                cc_with(
-                    &root,
-                    &auto_lib,
-                    &["heavy_install.c"],
-                    &bin.join("heavy_install-auto"),
-                    &["-O2", "-pthread"],
-                )
-            })
-            .and_then(|_| exec(&bin.join("heavy_install-auto"), &["install"])),
+        build_featured_lib(&root, "auto-fence", AUTO_FENCE_TARGET, None).and_then(|_| {
+            cc_and_run(
+                &root,
+                &auto_lib,
+                "heavy_install.c",
+                &heavy_auto,
+                c_flags,
+                &["install"],
+            )
+        }),
     );
     t.check(
         "heavy_install.c: with feature auto-fence, a mode decided full first (by \
          rcuref_fence_mode, by a grace period) refuses the install",
-        exec(&bin.join("heavy_install-auto"), &["decided"])
-            .and_then(|_| exec(&bin.join("heavy_install-auto"), &["gp-first"])),
+        exec(&heavy_auto, &["decided"]).and_then(|_| exec(&heavy_auto, &["gp-first"])),
     );
     let race_bin = bin.join("heavy_install-race");
     t.check(
         "heavy_install.c race: a second install between the first's claim and its \
          install is refused only once the first's fence is in; the mode heavy",
-        build_mutants_auto_fence_lib(&root)
-            .and_then(|_| {
-                cc_with(
-                    &root,
-                    &root.join("target/ffi-mutants-auto/ffi"),
-                    &["heavy_install.c"],
-                    &race_bin,
-                    &["-O2", "-pthread", "-DMUTANTS"],
-                )
-            })
-            .and_then(|_| exec(&race_bin, &["race"])),
+        build_mutants_auto_fence_lib(&root).and_then(|_| {
+            cc_and_run(
+                &root,
+                &root.join(MUTANTS_AUTO_TARGET).join("ffi"),
+                "heavy_install.c",
+                &race_bin,
+                &["-O2", "-pthread", "-DMUTANTS"],
+                &["race"],
+            )
+        }),
     );
     t.check(
         "heavy_install.c race, control: the first version's install (refused before \
          anything is installed, the mode then decided full) must be caught",
         exec_expecting_args(&race_bin, &["race-old"], 3),
     );
+    let torture_heavy = bin.join("torture-heavy");
     t.check(
         "torture.c in the heavy mode: membarrier installed from C, readers with a \
          compiler barrier (2 s)",
-        cc_with(
+        cc_and_run(
             &root,
             &auto_lib,
-            &["torture.c"],
-            &bin.join("torture-heavy"),
+            "torture.c",
+            &torture_heavy,
             &["-O2", "-DHEAVY_INSTALL"],
-        )
-        .and_then(|_| exec(&bin.join("torture-heavy"), &["2000"])),
+            &["2000"],
+        ),
     );
     t.check(
         "torture.c in the heavy mode, negative control: retired without a grace period, \
          must be caught",
-        exec(&bin.join("torture-heavy"), &["1000", "broken"]),
+        exec(&torture_heavy, &["1000", "broken"]),
     );
     t.check(
         "heavy_install.c: with feature membarrier the mode is found heavy at run time \
          and an install is refused",
-        build_featured_lib(&root, "membarrier", MEMBARRIER_TARGET, None)
-            .and_then(|_| {
-                cc_with(
-                    &root,
-                    &root.join(MEMBARRIER_TARGET).join("ffi"),
-                    &["heavy_install.c"],
-                    &bin.join("heavy_install-membarrier"),
-                    &["-O2", "-pthread"],
-                )
-            })
-            .and_then(|_| exec(&bin.join("heavy_install-membarrier"), &["found"])),
+        build_featured_lib(&root, "membarrier", MEMBARRIER_TARGET, None).and_then(|_| {
+            cc_and_run(
+                &root,
+                &root.join(MEMBARRIER_TARGET).join("ffi"),
+                "heavy_install.c",
+                &bin.join("heavy_install-membarrier"),
+                c_flags,
+                &["found"],
+            )
+        }),
     );
     t.check(
         "heavy_install.c against the plain archive: the install answers ENOTSUP, the mode \
@@ -774,7 +794,7 @@ pub fn check(targets: &[&str], host_only: bool) -> Result<(), String> {
             &root,
             &["heavy_install.c"],
             &bin.join("heavy_install-plain"),
-            &["-O2", "-pthread"],
+            c_flags,
         )
         .and_then(|_| exec(&bin.join("heavy_install-plain"), &["plain"])),
     );
