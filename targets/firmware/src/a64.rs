@@ -327,21 +327,42 @@ pub mod cores {
         DONE.store(0, Relaxed);
         JOB.store(f as *mut (), Relaxed);
         GENERATION.fetch_add(1, Release);
+        // Wake the others from `wfi` (`serve`); `sgi`'s `dsb` makes the new generation
+        // visible before the interrupt is.
+        super::gic::sgi(((1 << COUNT) - 1) & !1, JOB_SGI);
         f(0);
         while DONE.load(Acquire) < COUNT - 1 {
             core::hint::spin_loop();
         }
     }
 
-    /// A secondary core's loop: runs each new job once.
+    /// The SGI that tells the other cores a job is waiting (its handler does nothing:
+    /// it only ends their `wfi`).
+    pub const JOB_SGI: u32 = 2;
+
+    /// A secondary core's loop: runs each new job once, asleep in `wfi` between jobs.
+    ///
+    /// Asleep, not spinning: QEMU runs each core as a host thread, and on a 2-core host
+    /// two idle cores that spin take half the time the two cores of a 2-core job need
+    /// (the store-buffering test, whose rounds need both of its cores running at once,
+    /// ran past its 120 s in CI that way). IRQs are masked from the look at the
+    /// generation until after the `wfi`: an SGI raised in between stays pending, which
+    /// ends the `wfi` at once (a pending IRQ wakes the core, masked or not), and is
+    /// taken when they are unmasked. Heavy-fence requests (SGI 1) wake the core alike.
     pub(super) fn serve(core: usize) -> ! {
         let mut seen = GENERATION.load(Acquire);
         loop {
+            // SAFETY: masking IRQs on this core; they are unmasked below on every path.
+            unsafe { core::arch::asm!("msr daifset, #2", options(nostack)) };
             let g = GENERATION.load(Acquire);
             if g == seen {
-                core::hint::spin_loop();
+                // SAFETY: `wfi` waits for an interrupt (pending ones end it at once);
+                // unmasking IRQs takes what is pending, with the vector installed.
+                unsafe { core::arch::asm!("wfi", "msr daifclr, #2", options(nostack)) };
                 continue;
             }
+            // SAFETY: unmasking IRQs on this core; the vector is installed.
+            unsafe { core::arch::asm!("msr daifclr, #2", options(nostack)) };
             seen = g;
             let p = JOB.load(Relaxed);
             // SAFETY: `JOB` only holds a `fn(usize)` stored by `run_on_all` before the
