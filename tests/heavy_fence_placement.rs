@@ -21,6 +21,11 @@
 //! from the last lap of a 3-bit counter is not trusted (`Mutant::MarkKeptAcrossLaps`
 //! fails it), and neither a panicked heavy fence nor a late mark leaves a blocking
 //! waiter holding back for a fence nobody issues (`Mutant::BegunLeftBehind`).
+//! A waiter sleeps for another driver's fence only while it is patient and that fence is
+//! under way at the counter's wait; otherwise it issues the heavy fence after its
+//! announcement before it sleeps (`an_impatient_waiter_fences_before_it_sleeps`,
+//! `a_waiter_fences_before_it_sleeps_on_a_wait_nobody_fences`: they kill the mutants
+//! of `heavy::sleep_for_fence`'s conditions).
 //!
 //! (The store-buffering torture in `tests/asymmetric.rs` shows what a missing fence
 //! does to readers.)
@@ -513,6 +518,163 @@ fn negative_control_a_waiter_fencing_beside_a_fence_under_way_is_caught() {
     let (_, _, fences, _) = waiter_beside_a_held_fence();
     select(Mutant::None);
     assert!(fences >= 1, "no fence of its own beside A's");
+}
+
+/// `gp::PATIENCE`: the attempts for which a blocking wait leaves a wait's heavy fence to
+/// the driver already issuing it. At the attempt with this number the wait's last poll
+/// was still patient (it held back), and its hook's `Waiting::sleep` no longer is.
+const PATIENCE: u32 = 1024;
+
+/// Not yet run (a count no test reaches).
+const NOT_RUN: u32 = u32::MAX;
+
+/// Runs a blocking wait (through a reader of its own, on another thread) whose hook, at
+/// attempt `at`, first calls `between` (on the waiter's thread), then `Waiting::sleep`
+/// with a sleep that returns at once. On this thread, `meanwhile` runs once the hook has
+/// reached attempt `at` (`between` may wait for it), and `after` once that sleep call has
+/// returned; `after` must let the wait end. Returns the heavy fences issued from the end
+/// of `between` to the start of that sleep (`NOT_RUN`: the sleep did not run).
+fn fences_before_a_sleep(
+    at: u32,
+    between: &(dyn Fn() + Sync),
+    meanwhile: impl FnOnce(),
+    after: impl FnOnce(),
+) -> u32 {
+    let before_sleep = AtomicU32::new(NOT_RUN);
+    let (reached, returned) = (AtomicBool::new(false), AtomicBool::new(false));
+    std::thread::scope(|s| {
+        let waiter = s.spawn(|| {
+            let mut w = RCU.reader().unwrap();
+            w.synchronize(|x| {
+                if x.attempts() == at {
+                    reached.store(true, SeqCst);
+                    between();
+                    let mark = FENCES.load(SeqCst);
+                    x.sleep(|| before_sleep.store(FENCES.load(SeqCst) - mark, SeqCst));
+                    returned.store(true, SeqCst);
+                }
+                std::ops::ControlFlow::Continue(())
+            })
+            .unwrap();
+        });
+        let t0 = Instant::now();
+        while !reached.load(SeqCst) {
+            assert!(!waiter.is_finished(), "the wait ended before attempt {at}");
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "the waiter never got going"
+            );
+            std::thread::yield_now();
+        }
+        meanwhile();
+        while !returned.load(SeqCst) {
+            assert!(
+                !waiter.is_finished(),
+                "the hook's sleep call never returned"
+            );
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "the hook's sleep call hangs"
+            );
+            std::thread::yield_now();
+        }
+        after();
+        waiter.join().unwrap();
+    });
+    before_sleep.load(SeqCst)
+}
+
+/// A wait that has run out of patience beside driver A's fence under way (A held inside
+/// it, a reader holding the wait): what its sleep at attempt `PATIENCE` found (see
+/// `fences_before_a_sleep`).
+fn an_impatient_sleep_beside_a_held_fence() -> u32 {
+    let registered = RCU.reader().unwrap();
+    let guard = registered.lock();
+    let (a, held) = start_held(Hold::InItsFirstFence);
+    assert!(held, "driver A did not stop inside its heavy fence");
+    let n = fences_before_a_sleep(
+        PATIENCE,
+        &|| (),
+        || (),
+        || {
+            RELEASE.store(true, SeqCst);
+            drop(guard);
+        },
+    );
+    a.join().unwrap();
+    n
+}
+
+/// A wait whose patience has run out no longer sleeps for another driver's fence: before
+/// it sleeps it issues the heavy fence that orders its announcement before a racing
+/// unlock's check (`after_announce`). Sleeping for A's fence instead, it would skip that
+/// fence and could lose the unlock's wake to store buffering. (This kills the mutant
+/// `!patient || !on()` -> `&&` in `heavy::sleep_for_fence`.)
+#[test]
+fn an_impatient_waiter_fences_before_it_sleeps() {
+    let _restore = Restore::take();
+    let n = an_impatient_sleep_beside_a_held_fence();
+    assert_ne!(
+        n, NOT_RUN,
+        "the sleep did not run (the reader held the wait)"
+    );
+    assert!(
+        n >= 1,
+        "the impatient waiter slept with no heavy fence after its announcement"
+    );
+}
+
+/// A wait that the counter has moved on from, between the waiter's poll and its sleep,
+/// onto a new wait that nobody has fenced: what the sleep found (see
+/// `fences_before_a_sleep`). The waiter's first poll flips to wait `g`, fences and
+/// scans it, and finds a reader; its hook then lets this thread end the section and
+/// carry the counter to wait `g + 2` without scanning it (no heavy fence begun there,
+/// and the mark names `g`).
+fn a_sleep_after_the_counter_moved_on() -> u32 {
+    let registered = RCU.reader().unwrap();
+    let guard = registered.lock();
+    let ended = AtomicBool::new(false);
+    let between = || {
+        let g = RCU.gp_counter();
+        assert_eq!(g & 1, 1, "the waiter's first poll stopped at a wait");
+        let t0 = Instant::now();
+        while !ended.load(SeqCst) {
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "the section never ended"
+            );
+            std::thread::yield_now();
+        }
+        // Past wait `g` and the flip after it, onto the next wait, not scanning it.
+        let _ = RCU.cookie_from_raw(g.wrapping_add(2)).poll();
+        assert_eq!(RCU.gp_counter(), g.wrapping_add(2));
+    };
+    // The guard stays on this thread (a section belongs to its context).
+    fences_before_a_sleep(
+        1,
+        &between,
+        || {
+            drop(guard);
+            ended.store(true, SeqCst);
+        },
+        || (),
+    )
+}
+
+/// A waiter that finds no fence under way at the counter's wait fences before it sleeps,
+/// also when that wait is newer than its last poll and carries no mark: no fence under
+/// way there is no fence to sleep for. (This kills the mutants of `sleep_for_fence`'s
+/// test `g & 1 == 1 && begun == g && returned != g` that turn either `&&` into `||`:
+/// each reads the unfenced wait as a fence under way.)
+#[test]
+fn a_waiter_fences_before_it_sleeps_on_a_wait_nobody_fences() {
+    let _restore = Restore::take();
+    let n = a_sleep_after_the_counter_moved_on();
+    // NOT_RUN: the poll after the fence ended the wait (nobody holds wait `g + 2`).
+    assert!(
+        n >= 1,
+        "the waiter slept with no heavy fence after its announcement"
+    );
 }
 
 /// A lone blocking wait with no reader ends at its first attempt: it never holds back

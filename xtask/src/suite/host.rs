@@ -276,9 +276,9 @@ const HOST_NEGATIVE_CONTROLS: u64 = 8;
 /// the every-unlock-wakes control), async_wake 5 (re-polling: its controls need the
 /// asymmetric build).
 const INJECTION_TESTS: u64 = 67;
-/// asymmetric 10, heavy_fence_placement 23, panic_injection 18, async_wake 9 (5 woken
+/// asymmetric 10, heavy_fence_placement 25, panic_injection 18, async_wake 9 (5 woken
 /// by unlocks, 4 controls), lost_wake 4, fence_api 1.
-const ASYMMETRIC_TESTS: u64 = 65;
+const ASYMMETRIC_TESTS: u64 = 67;
 /// auto_fence without membarrier: its 3 scenarios of the mode, the RCU cases and the
 /// store-buffering torture.
 const AUTO_FENCE_TESTS: u64 = 5;
