@@ -205,3 +205,134 @@ fn no_reader_sees_freed_data_in_the_decided_mode() {
     let _ = fence_mode();
     assert_eq!(store_buffering::store_buffering_torture(200_000), 0);
 }
+
+/// Two installs and a decision at once, each stopped where the race needs it (the C
+/// API's race: two contexts call `rcuref_heavy_install` while a grace period decides):
+/// `C` decides, having looked and found no fence, and is held before it records "full";
+/// `B` installs its fence and is held before it sets the mode; then this thread (`A`)
+/// installs another. Returns what `A`, `C` and `B` got, in that order, once `C` and then
+/// `B` have gone on.
+#[cfg(all(rcuref_mutants, not(feature = "membarrier")))]
+mod two_installs_and_a_decision {
+    use super::*;
+    use rcuref::mutants::{set_pause_hook, Point};
+    use std::sync::atomic::AtomicBool;
+
+    /// A held thread's point and the flag that lets it go on.
+    type Hold = Option<(Point, &'static AtomicBool)>;
+    std::thread_local! {
+        /// Where this thread is to be held (once), and until what.
+        static HOLD: std::cell::Cell<Hold> = const { std::cell::Cell::new(None) };
+    }
+    static HELD: AtomicBool = AtomicBool::new(false);
+
+    fn hook(p: Point) {
+        if let Some((at, release)) = HOLD.with(|h| h.get()) {
+            if at == p {
+                HOLD.with(|h| h.set(None));
+                HELD.store(true, SeqCst);
+                while !release.load(SeqCst) {
+                    std::thread::yield_now();
+                }
+            }
+        }
+    }
+
+    /// Starts `f` on a thread of its own that is to be held at `at`, and waits until it
+    /// is. Returns the thread and the flag that lets it go on.
+    fn held_at<T: Send + 'static>(
+        at: Point,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> (std::thread::JoinHandle<T>, &'static AtomicBool) {
+        HELD.store(false, SeqCst);
+        let release: &'static AtomicBool = Box::leak(Box::new(AtomicBool::new(false)));
+        let t = std::thread::spawn(move || {
+            HOLD.with(|h| h.set(Some((at, release))));
+            let r = f();
+            assert!(release.load(SeqCst), "ran on without being held at {at:?}");
+            r
+        });
+        let t0 = std::time::Instant::now();
+        while !HELD.load(SeqCst) {
+            assert!(!t.is_finished(), "the thread was never held at {at:?}");
+            assert!(t0.elapsed().as_secs() < 10, "the thread never got going");
+            std::thread::yield_now();
+        }
+        (t, release)
+    }
+
+    /// B's fence, for one-thread use as `OneThread`'s (counted apart).
+    pub(super) struct Second;
+    pub(super) static SECOND_FENCES: AtomicU32 = AtomicU32::new(0);
+    // SAFETY: as `OneThread`: readers and writers of the scenario that uses it run on one
+    // thread, whose own full fence is the barrier every reader needs.
+    unsafe impl HeavyFence for Second {
+        fn heavy_fence() {
+            SECOND_FENCES.fetch_add(1, SeqCst);
+            std::sync::atomic::fence(SeqCst);
+        }
+    }
+
+    pub(super) fn race() -> (Result<(), Error>, FenceMode, Result<(), Error>) {
+        set_pause_hook(Some(hook));
+        let (c, c_go) = held_at(Point::DecideAfterLook, fence_mode);
+        let (b, b_go) = held_at(Point::InstallAfterFence, install::<Second>);
+        let a = install::<OneThread>();
+        c_go.store(true, SeqCst);
+        let c = c.join().unwrap();
+        b_go.store(true, SeqCst);
+        let b = b.join().unwrap();
+        set_pause_hook(None);
+        (a, c, b)
+    }
+}
+
+/// Of two installs at once, the one refused as `Busy` is refused because the other's
+/// fence is in effect: the mode is heavy, even with a decision that had looked before
+/// either fence was set, and grace periods call the installed fence.
+#[cfg(all(rcuref_mutants, not(feature = "membarrier")))]
+#[test]
+fn an_install_refused_as_busy_leaves_the_other_fence_in_effect() {
+    if in_own_process("an_install_refused_as_busy_leaves_the_other_fence_in_effect") {
+        return;
+    }
+    use two_installs_and_a_decision::{race, Second, SECOND_FENCES};
+    let (a, c, b) = race();
+    assert_eq!(a, Err(Error::Busy), "A found B's fence set");
+    assert_eq!(c, FenceMode::Heavy, "the held decision acted on A's");
+    assert_eq!(b, Ok(()), "B's install went on into a heavy mode");
+    assert_eq!(fence_mode(), FenceMode::Heavy);
+    assert!(is_installed::<Second>() && !is_installed::<OneThread>());
+    static RCU: Rcu<2> = Rcu::new();
+    let mut reader = RCU.reader().unwrap();
+    drop(reader.lock());
+    reader.synchronize(rcuref::rcu::spin).unwrap();
+    assert_eq!(SECOND_FENCES.load(SeqCst), 2, "B's fence, once per wait");
+    assert_eq!(FENCES.load(SeqCst), 0, "A's fence was never installed");
+}
+
+/// The control: an install that answers `Busy` as soon as it finds a fence set (the
+/// first C install's code) lets the held decision record "full": A was told a fence is
+/// installed, and none is in effect.
+#[cfg(all(rcuref_mutants, not(feature = "membarrier")))]
+#[test]
+fn negative_control_busy_before_the_mode_is_caught() {
+    if in_own_process("negative_control_busy_before_the_mode_is_caught") {
+        return;
+    }
+    use rcuref::mutants::{select, Mutant};
+    use two_installs_and_a_decision::{race, Second};
+    select(Mutant::BusyBeforeTheMode);
+    let (a, c, b) = race();
+    select(Mutant::None);
+    assert_eq!(a, Err(Error::Busy));
+    assert_eq!(
+        (c, b, fence_mode()),
+        (FenceMode::Full, Err(Error::Decided), FenceMode::Full),
+        "the variant's race did not end full: the control shows nothing"
+    );
+    assert!(
+        !is_installed::<Second>(),
+        "a fence in effect in the full mode"
+    );
+}

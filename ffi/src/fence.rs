@@ -84,14 +84,18 @@ mod chosen {
 /// fence, which stays correct. `fence` must keep its contract (`rcuref_heavy_fence_fn`)
 /// for the rest of the program: the mode never changes back.
 ///
-/// Returns `RCUREF_OK`; `RCUREF_EINVAL` for a null `fence`; `RCUREF_EBUSY` if a heavy
-/// fence is already installed (by an earlier call, or Linux's `membarrier`, found by an
-/// archive with the feature `membarrier`): of two calls at once, one installs its fence
-/// and the other answers `RCUREF_EBUSY` once that fence is installed, never before; `RCUREF_EDECIDED` if the mode was decided
-/// without one (a grace period or `rcuref_fence_mode` came first); `RCUREF_ENOTSUP`
-/// from an archive without the feature `auto-fence`; `RCUREF_EBUSY` too from an archive
-/// built with `--cfg rcuref_asymmetric_fence`, whose fence is the binary's, chosen at
-/// link time. Nothing changes on an error.
+/// Returns `RCUREF_OK` once `fence` is in effect (the mode is heavy and grace periods
+/// call it); `RCUREF_EINVAL` for a null `fence`; `RCUREF_EBUSY` if another heavy fence
+/// is in effect (installed by an earlier call or one at the same time, or Linux's
+/// `membarrier`, found by an archive with the feature `membarrier`): of two calls at
+/// once, one installs its fence and the other answers `RCUREF_EBUSY` only once that
+/// fence is in effect, never before; `RCUREF_EDECIDED` if the mode was decided full (a
+/// grace period or `rcuref_fence_mode` came first, also while another call's install was
+/// under way: then that call answers `RCUREF_EDECIDED` too, and no fence is in effect);
+/// `RCUREF_ENOTSUP` from an archive without the feature `auto-fence`; `RCUREF_EBUSY`
+/// too from an archive built with `--cfg rcuref_asymmetric_fence`, whose fence is the
+/// binary's, chosen at link time. On an error this call installs nothing, and the mode
+/// is as the answer says.
 #[no_mangle]
 pub extern "C" fn rcuref_heavy_install(fence: rcuref_heavy_fence_fn) -> i32 {
     let Some(f) = fence else {

@@ -128,6 +128,11 @@ mutants! {
     /// sections: a reader that entered with a compiler fence meets a wait that read
     /// "full" and skipped its heavy fence.
     ModeSwitchesLive,
+    /// Run-time fence choice: an install that finds another context's fence set answers
+    /// `Busy` at once, while that context's install may not have set the mode yet and a
+    /// grace period may decide it full (`tests/auto_fence.rs`): "a fence is installed"
+    /// with none in effect (the C API's race of two installs and a decision).
+    BusyBeforeTheMode,
     /// RCU, heavy mode: a driver whose heavy fence returns wakes nobody, so a blocking
     /// wait that sleeps until another driver's fence for its wait returns sleeps out
     /// its own bound instead (`tests/heavy_fence_placement.rs`).
@@ -382,6 +387,12 @@ mod hooks {
         GpAfterScan,
         /// Pool: an allocation has seen a slot free and not yet claimed it.
         AllocAfterProbe,
+        /// Run-time fence choice (`auto-fence`): `heavy::install` has set its fence and
+        /// not yet the mode.
+        InstallAfterFence,
+        /// Run-time fence choice: a decision of the mode has looked for a fence and not
+        /// yet tried to record its choice.
+        DecideAfterLook,
     }
 
     /// Holds null or a `fn(Point)` cast to a pointer.

@@ -358,6 +358,7 @@ mod auto {
         } else {
             FULL
         };
+        pause_point!(DecideAfterLook);
         // The first decision wins; a loser acts on the winner's.
         let m = match CHOICE
             .0
@@ -411,11 +412,14 @@ mod auto {
     /// correct.
     ///
     /// # Errors
-    /// [`Error::Busy`] if a heavy fence was already installed (or found: membarrier),
+    /// [`Error::Busy`] if a heavy fence was already installed (or found: membarrier) and
+    /// the mode is heavy: that fence is the one grace periods call.
     /// [`Error::Decided`] if the mode was decided without one (a grace period asked
-    /// first): the mode never changes once decided, because a reader inside a section
-    /// with a compiler fence, or a wait that skipped its heavy fence, could otherwise
-    /// meet the other mode (`Mutant::ModeSwitchesLive`).
+    /// first), or was decided full while another context's install, stopped between
+    /// setting its fence and the mode, had not finished: the mode never changes once
+    /// decided, because a reader inside a section with a compiler fence, or a wait that
+    /// skipped its heavy fence, could otherwise meet the other mode
+    /// (`Mutant::ModeSwitchesLive`). After `Decided` the fence, if set, is never called.
     pub fn install<F: super::HeavyFence>() -> Result<(), Error> {
         divert!(ModeSwitchesLive => crate::rcu::broken::install_live(F::heavy_fence));
         let f = F::heavy_fence as fn();
@@ -426,7 +430,18 @@ mod auto {
             .0
             .fence
             .compare_exchange(core::ptr::null_mut(), f as *mut (), Release, Relaxed)
-            .map_err(|_| Error::Busy)?;
+            .map_err(|_| {
+                divert!(BusyBeforeTheMode => Error::Busy);
+                // Another context's fence is set; its install may not have set the mode
+                // yet, and a grace period may be deciding it now. `Busy` only once the
+                // mode is heavy (deciding it, which a set fence makes heavy unless full
+                // has already won): "installed" must mean "in effect".
+                match decided() {
+                    FenceMode::Heavy => Error::Busy,
+                    FenceMode::Full => Error::Decided,
+                }
+            })?;
+        pause_point!(InstallAfterFence);
         match CHOICE
             .0
             .mode
@@ -437,13 +452,14 @@ mod auto {
         }
     }
 
-    /// Whether `F` is the heavy fence installed (by [`install`], or found: with feature
-    /// `membarrier`, `Membarrier`), whatever the mode. For a caller
-    /// whose `install::<F>()` was refused as [`Error::Busy`] while another context
-    /// installed the same `F` (the C API's `rcuref_heavy_install`, which two contexts may
-    /// call at once).
+    /// Whether `F` is the heavy fence in effect: installed (by [`install`], or found:
+    /// with feature `membarrier`, `Membarrier`) and the mode decided heavy, so that grace
+    /// periods call it. Decides nothing. For a caller whose `install::<F>()` was refused
+    /// as [`Error::Busy`] while another context installed the same `F` (the C API's
+    /// `rcuref_heavy_install`, which two contexts may call at once).
     pub fn is_installed<F: super::HeavyFence>() -> bool {
-        CHOICE.0.fence.load(Acquire) == F::heavy_fence as fn() as *mut ()
+        CHOICE.0.mode.load(Acquire) == HEAVY
+            && CHOICE.0.fence.load(Acquire) == F::heavy_fence as fn() as *mut ()
     }
 
     /// The read side's mode, deciding it now if nothing has (a program that wants the

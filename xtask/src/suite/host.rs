@@ -179,7 +179,8 @@ pub fn asymmetric(run: &mut Run) {
 pub fn auto_fence(run: &mut Run) {
     run.cargo(
         "host: the fence chosen at run time (auto-fence): full without a platform fence, \
-         heavy once one is installed, never changed once decided",
+         heavy once one is installed, never changed once decided, two installs and a \
+         decision at once and their control",
         Expect::Tests(AUTO_FENCE_TESTS),
         &[
             "test",
@@ -189,7 +190,12 @@ pub fn auto_fence(run: &mut Run) {
             "--test",
             "auto_fence",
         ],
-        &[("CARGO_TARGET_DIR", "target/auto")],
+        // The mutants cfg for the race's pause points and its control (as the
+        // membarrier step, which shares the target folder).
+        &[
+            ("RUSTFLAGS", "--cfg rcuref_mutants"),
+            ("CARGO_TARGET_DIR", "target/auto"),
+        ],
     );
     #[cfg(target_os = "linux")]
     run.cargo(
@@ -279,9 +285,9 @@ const INJECTION_TESTS: u64 = 67;
 /// asymmetric 10, heavy_fence_placement 25, panic_injection 18, async_wake 9 (5 woken
 /// by unlocks, 4 controls), lost_wake 4, fence_api 1.
 const ASYMMETRIC_TESTS: u64 = 67;
-/// auto_fence without membarrier: its 3 scenarios of the mode, the RCU cases and the
-/// store-buffering torture.
-const AUTO_FENCE_TESTS: u64 = 5;
+/// auto_fence without membarrier: its 3 scenarios of the mode, the RCU cases, the
+/// store-buffering torture, and two installs racing a decision with its control.
+const AUTO_FENCE_TESTS: u64 = 7;
 /// asymmetric 12 (its 10, the refused late install, the mode-switch control),
 /// auto_fence 5 (an install at boot, readers alone, membarrier found, the RCU cases,
 /// the store-buffering torture)
