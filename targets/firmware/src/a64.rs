@@ -350,7 +350,11 @@ pub mod cores {
     /// ends the `wfi` at once (a pending IRQ wakes the core, masked or not), and is
     /// taken when they are unmasked. Heavy-fence requests (SGI 1) wake the core alike.
     pub(super) fn serve(core: usize) -> ! {
-        let mut seen = GENERATION.load(Acquire);
+        // No job before every core is online (core 0 waits for that before `main`), so
+        // the generation of none: a core that read `GENERATION` here, after checking in,
+        // could read the first job's and take it as seen (and `run_on_all` would wait
+        // for it for ever).
+        let mut seen = 0;
         loop {
             // SAFETY: masking IRQs on this core; they are unmasked below on every path.
             unsafe { core::arch::asm!("msr daifset, #2", options(nostack)) };
