@@ -176,18 +176,26 @@ fn spawn_driver(hold: Hold, drive: impl FnOnce() + Send + 'static) -> std::threa
     })
 }
 
+/// Waits until `flag` is set: fails with `ended` if `finished` says the thread that is
+/// to set it has ended first, with `slow` after 10 s.
+fn await_set(flag: &AtomicBool, finished: impl Fn() -> bool, ended: &str, slow: &str) {
+    let t0 = Instant::now();
+    while !flag.load(SeqCst) {
+        assert!(!finished(), "{ended}");
+        assert!(t0.elapsed() < Duration::from_secs(10), "{slow}");
+        std::thread::yield_now();
+    }
+}
+
 /// `spawn_driver`, then waits until the driver is held (it must not end first).
 fn held_driver(hold: Hold, drive: impl FnOnce() + Send + 'static) -> std::thread::JoinHandle<()> {
     let t = spawn_driver(hold, drive);
-    let t0 = Instant::now();
-    while !HELD.load(SeqCst) {
-        assert!(!t.is_finished(), "the driver ended without being held");
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "the driver never got going"
-        );
-        std::thread::yield_now();
-    }
+    await_set(
+        &HELD,
+        || t.is_finished(),
+        "the driver ended without being held",
+        "the driver never got going",
+    );
     t
 }
 
@@ -557,27 +565,19 @@ fn fences_before_a_sleep(
             })
             .unwrap();
         });
-        let t0 = Instant::now();
-        while !reached.load(SeqCst) {
-            assert!(!waiter.is_finished(), "the wait ended before attempt {at}");
-            assert!(
-                t0.elapsed() < Duration::from_secs(10),
-                "the waiter never got going"
-            );
-            std::thread::yield_now();
-        }
+        await_set(
+            &reached,
+            || waiter.is_finished(),
+            &format!("the wait ended before attempt {at}"),
+            "the waiter never got going",
+        );
         meanwhile();
-        while !returned.load(SeqCst) {
-            assert!(
-                !waiter.is_finished(),
-                "the hook's sleep call never returned"
-            );
-            assert!(
-                t0.elapsed() < Duration::from_secs(10),
-                "the hook's sleep call hangs"
-            );
-            std::thread::yield_now();
-        }
+        await_set(
+            &returned,
+            || waiter.is_finished(),
+            "the hook's sleep call never returned",
+            "the hook's sleep call hangs",
+        );
         after();
         waiter.join().unwrap();
     });
