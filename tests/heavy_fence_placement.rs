@@ -637,14 +637,8 @@ fn a_sleep_after_the_counter_moved_on() -> u32 {
     let between = || {
         let g = RCU.gp_counter();
         assert_eq!(g & 1, 1, "the waiter's first poll stopped at a wait");
-        let t0 = Instant::now();
-        while !ended.load(SeqCst) {
-            assert!(
-                t0.elapsed() < Duration::from_secs(10),
-                "the section never ended"
-            );
-            std::thread::yield_now();
-        }
+        // (This thread is the one to wait: nothing to watch end first.)
+        await_set(&ended, || false, "", "the section never ended");
         // Past wait `g` and the flip after it, onto the next wait, not scanning it.
         let _ = RCU.cookie_from_raw(g.wrapping_add(2)).poll();
         assert_eq!(RCU.gp_counter(), g.wrapping_add(2));
