@@ -84,6 +84,23 @@ pub(crate) fn reader_fence() {
     fence(Ordering::SeqCst);
 }
 
+/// [`reader_fence`] for an outermost lock that has just loaded its domain's phase word
+/// `word`: with feature `auto-fence`, a word that carries `encoding::PHASE_HEAVY` says
+/// the mode is decided heavy, which saves the load of the mode (a flip stores the bit
+/// only once the mode is heavy, and the mode never changes after that). Without the
+/// bit (no flip since the decision, or the mode is not heavy) the mode is loaded as in
+/// `reader_fence`. Every other build: `reader_fence`.
+#[inline(always)]
+pub(crate) fn reader_fence_after_phase(word: u32) {
+    #[cfg(all(rcuref_auto, not(rcuref_unsafe_assume_single_core)))]
+    if word & crate::rcu::encoding::PHASE_HEAVY != 0 {
+        core::sync::atomic::compiler_fence(Ordering::SeqCst);
+        return;
+    }
+    let _ = word;
+    reader_fence();
+}
+
 /// A fence as an entry of an ordering table (`variant_table!`): the real table names
 /// the fence a step needs; a broken variant's table may name `None` instead.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -108,6 +125,16 @@ impl Fence {
             Fence::Acquire => fence(Ordering::Acquire),
             Fence::Full => fence(Ordering::SeqCst),
             Fence::Reader => reader_fence(),
+        }
+    }
+
+    /// Issues the fence in an outermost lock that read phase word `word`
+    /// ([`reader_fence_after_phase`] for [`Fence::Reader`]).
+    #[inline(always)]
+    pub(crate) fn issue_after_phase(self, word: u32) {
+        match self {
+            Fence::Reader => reader_fence_after_phase(word),
+            other => other.issue(),
         }
     }
 }

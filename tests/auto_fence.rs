@@ -336,3 +336,31 @@ fn negative_control_busy_before_the_mode_is_caught() {
         "a fence in effect in the full mode"
     );
 }
+
+/// The control of the phase word's heavy bit: a flip that marks the word heavy in the
+/// full mode (`Mutant::PhaseSaysHeavy`) has readers take the compiler fence against waits
+/// that issue no heavy fence, and the store-buffering torture must catch one reading
+/// freed data. (The real flip adds the bit only once the mode is heavy; the torture of
+/// `no_reader_sees_freed_data_in_the_decided_mode` runs that one.)
+#[cfg(all(rcuref_mutants, not(feature = "membarrier")))]
+#[test]
+fn negative_control_a_phase_word_marked_heavy_in_the_full_mode_is_caught() {
+    if in_own_process("negative_control_a_phase_word_marked_heavy_in_the_full_mode_is_caught") {
+        return;
+    }
+    use rcuref::mutants::{select, Mutant};
+    assert_eq!(fence_mode(), FenceMode::Full);
+    // In the full mode a reader without its fence read freed data hundreds of times a
+    // run here; five runs leave a miss to a variant the torture cannot see.
+    let caught = (0..5).any(|i| {
+        select(Mutant::PhaseSaysHeavy);
+        let bad = store_buffering::store_buffering_torture(200_000);
+        select(Mutant::None);
+        println!("run {i}: {bad} reads of freed data");
+        bad > 0
+    });
+    assert!(
+        caught,
+        "readers trusted a phase word marked heavy in the full mode, unseen"
+    );
+}

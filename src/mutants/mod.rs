@@ -133,6 +133,10 @@ mutants! {
     /// grace period may decide it full (`tests/auto_fence.rs`): "a fence is installed"
     /// with none in effect (the C API's race of two installs and a decision).
     BusyBeforeTheMode,
+    /// Run-time fence choice: a flip marks the phase word heavy (`encoding::PHASE_HEAVY`)
+    /// whatever the mode, so an outermost lock takes the compiler fence against waits of
+    /// the full mode, which issue no heavy fence (`tests/auto_fence.rs`).
+    PhaseSaysHeavy,
     /// RCU, heavy mode: a driver whose heavy fence returns wakes nobody, so a blocking
     /// wait that sleeps until another driver's fence for its wait returns sleeps out
     /// its own bound instead (`tests/heavy_fence_placement.rs`).

@@ -295,7 +295,8 @@ pub(crate) fn leave_waking_first<const N: usize>(at: &super::readers::At<'_, N>)
 /// `Mutant::OldWakeProtocol`'s unlock: wakes unless the section's phase is the phase
 /// word's (which may lag or lead the counter's wait).
 pub(crate) fn wake_by_phase_word<const N: usize>(rcu: &Rcu<N>, v: u32) {
-    if super::encoding::phase_of(v) == rcu.phase.0.phase.load(crate::sync::Ordering::Relaxed) {
+    let word = rcu.phase.0.phase.load(crate::sync::Ordering::Relaxed);
+    if super::encoding::phase_of(v) == super::encoding::phase_in_word(word) {
         return;
     }
     rcu.call_wake_hook();

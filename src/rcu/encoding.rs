@@ -75,6 +75,21 @@ pub(crate) const fn phase(g: u32) -> u32 {
     (g.wrapping_add(1) >> 1) & 1
 }
 
+/// The phase word's second bit (feature `auto-fence`): set by a flip that found the
+/// read side's mode already decided heavy, so the outermost lock that loads the phase
+/// word (it does anyway) may take the compiler fence without a second load
+/// (`sync::reader_fence_after_phase`). The mode never changes once decided, so a word
+/// with this bit says what the global mode says, whenever its store lands. Bit 0 is the
+/// phase; slot words take only that (`entered`).
+#[cfg(rcuref_auto)]
+pub(crate) const PHASE_HEAVY: u32 = 2;
+
+/// The phase part of a phase word (without `PHASE_HEAVY`).
+#[inline(always)]
+pub(crate) const fn phase_in_word(w: u32) -> u32 {
+    w & 1
+}
+
 /// Whether the counter at `g` has reached `target`: the target is not 1 to `MAX_AHEAD`
 /// steps ahead. (A target further ahead can only be from a past lap, or not a cookie.)
 #[inline(always)]

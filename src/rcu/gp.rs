@@ -210,7 +210,23 @@ fn wake_after_wait<const N: usize>(rcu: &Rcu<N>) {
 #[inline(always)]
 pub(super) fn record_phase<const N: usize>(rcu: &Rcu<N>, g: u32) {
     divert!(FrozenPhase => ());
-    ops::set_phase(&rcu.phase.0.phase, phase(g));
+    #[cfg(rcuref_auto)]
+    divert!(PhaseSaysHeavy => ops::set_phase(
+        &rcu.phase.0.phase,
+        phase(g) | super::encoding::PHASE_HEAVY
+    ));
+    // With feature `auto-fence`, the word also says whether the mode is heavy, read
+    // without deciding it: the first flip of an undecided process stores the plain
+    // phase, its wait decides, the next flip adds the bit (`encoding::PHASE_HEAVY`).
+    #[cfg(rcuref_auto)]
+    let heavy = if super::heavy::readers_skip_fence() {
+        super::encoding::PHASE_HEAVY
+    } else {
+        0
+    };
+    #[cfg(not(rcuref_auto))]
+    let heavy = 0;
+    ops::set_phase(&rcu.phase.0.phase, phase(g) | heavy);
 }
 
 /// One scan of the slots: whether a reader is online with the phase before the flip
@@ -336,7 +352,7 @@ impl<'d, const N: usize> GpCookie<'d, N> {
         }
         let g = rcu.gp.0.load(Acquire);
         g & 1 == 1
-            && rcu.phase.0.phase.load(Relaxed) == phase(g)
+            && super::encoding::phase_in_word(rcu.phase.0.phase.load(Relaxed)) == phase(g)
             && self.holdouts().next().is_some()
     }
 

@@ -97,7 +97,7 @@ pub(crate) fn lock_outer(slot: &AtomicU32, phase: &AtomicU32) {
     let o = read_side();
     o.lock_store.store(slot, entered(p));
     interrupt_point!(LockAfterStore, slot);
-    o.after_lock.issue();
+    o.after_lock.issue_after_phase(p);
     interrupt_point!(LockAfterFence, slot);
 }
 

@@ -287,7 +287,7 @@ const INJECTION_TESTS: u64 = 67;
 const ASYMMETRIC_TESTS: u64 = 67;
 /// auto_fence without membarrier: its 3 scenarios of the mode, the RCU cases, the
 /// store-buffering torture, and two installs racing a decision with its control.
-const AUTO_FENCE_TESTS: u64 = 7;
+const AUTO_FENCE_TESTS: u64 = 8;
 /// asymmetric 12 (its 10, the refused late install, the mode-switch control),
 /// auto_fence 5 (an install at boot, readers alone, membarrier found, the RCU cases,
 /// the store-buffering torture)
