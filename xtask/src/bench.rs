@@ -627,6 +627,9 @@ const URCU_END: &str = "<!-- urcu section ends -->";
 /// benches/src/bin/gp.rs and benches/liburcu/memb_gp.c): for the report's words.
 const PREEMPTED_US: u64 = 100;
 
+/// Runs per cell of the test_urcu rows (the cell is their median).
+const URCU_ROUNDS: usize = 3;
+
 /// liburcu's `test_urcu` shape (`gp urcu` / `urcu-yield`, `memb_gp urcu`): readers in
 /// tight loops, which outnumber the cores from 4 up, and one writer calling synchronize
 /// back to back for a second: the writer's grace periods per second and each reader's
@@ -672,7 +675,8 @@ fn urcu_rows(root: &Path, how: &str) -> Result<String, String> {
          up the threads outnumber the cores and a reader is often descheduled inside its \
          section. The rows \"writer paced to memb's GP/s\" hold the sleeping writer to memb's \
          rate in the same run (sleeping off the gap), so the readers' rates compare under \
-         the same writer load. \"GP/s\": the writer's grace periods per second; \"reads/s\": per reader; \
+         the same writer load. Each cell is the median of {URCU_ROUNDS} one-second runs, taken \
+         round-robin over the rows. \"GP/s\": the writer's grace periods per second; \"reads/s\": per reader; \
          \"x memb\": this row / memb's in the same run (above 1: more than memb). Produced by \
          `{how}` on {}; load averages {load_before} before.",
         cores(),
@@ -682,13 +686,33 @@ fn urcu_rows(root: &Path, how: &str) -> Result<String, String> {
         md,
         "\n| readers | implementation | GP/s | x memb | reads/s per reader | x memb |\n|---|---|---|---|---|---|"
     );
+    // Each row is the median of URCU_ROUNDS runs, taken round-robin (every row once,
+    // then again), so that a slow spell of the machine lands on all rows alike; the
+    // one-second runs of the 1-reader rows differ by 10-20% from run to run.
+    let median = |mut v: Vec<f64>| -> f64 {
+        v.sort_by(|a, b| a.total_cmp(b));
+        v[v.len() / 2]
+    };
     for r in [1usize, 2, 4, 8] {
-        let mut base: Option<(f64, f64)> = None;
-        for (label, bin, row) in who {
-            let out = run(Command::new(bin).args([row, &r.to_string()]))?;
-            print!("{label}: {out}");
-            let (gps, reads) = (num(&out, "median=")?, num(&out, "reads=")?);
-            let (bg, br) = *base.get_or_insert((gps, reads));
+        let mut free: Vec<Vec<(f64, f64)>> = vec![Vec::new(); who.len()];
+        for _ in 0..URCU_ROUNDS {
+            for ((label, bin, row), runs) in who.iter().zip(&mut free) {
+                let out = run(Command::new(bin).args([*row, &r.to_string()]))?;
+                print!("{label}: {out}");
+                runs.push((num(&out, "median=")?, num(&out, "reads=")?));
+            }
+        }
+        let rows: Vec<(f64, f64)> = free
+            .into_iter()
+            .map(|runs| {
+                (
+                    median(runs.iter().map(|x| x.0).collect()),
+                    median(runs.iter().map(|x| x.1).collect()),
+                )
+            })
+            .collect();
+        let (bg, br) = rows[0];
+        for ((label, _, _), (gps, reads)) in who.iter().zip(&rows) {
             let _ = writeln!(
                 md,
                 "| {r} | {label} | {gps:.0} | {:.2} | {reads:.3e} | {:.2} |",
@@ -697,17 +721,22 @@ fn urcu_rows(root: &Path, how: &str) -> Result<String, String> {
             );
         }
         // The readers under the same writer load as memb's: each sleeping build again,
-        // its writer held to memb's grace periods per second.
-        let (bg, br) = base.unwrap_or((1.0, 1.0));
-        for (label, bin, row) in who.iter().skip(1) {
-            if *row != "urcu" {
-                continue;
+        // its writer held to memb's (median) grace periods per second.
+        let sleeping: Vec<&(&str, &Path, &str)> =
+            who.iter().skip(1).filter(|(_, _, row)| *row == "urcu").collect();
+        let mut paced: Vec<Vec<(f64, f64)>> = vec![Vec::new(); sleeping.len()];
+        for _ in 0..URCU_ROUNDS {
+            for ((label, bin, _), runs) in sleeping.iter().zip(&mut paced) {
+                let out = run(Command::new(bin)
+                    .args(["urcu-paced", &r.to_string()])
+                    .env("RCUREF_URCU_PACE", format!("{bg:.1}")))?;
+                print!("{label}, paced: {out}");
+                runs.push((num(&out, "median=")?, num(&out, "reads=")?));
             }
-            let out = run(Command::new(bin)
-                .args(["urcu-paced", &r.to_string()])
-                .env("RCUREF_URCU_PACE", format!("{bg:.1}")))?;
-            print!("{label}, paced: {out}");
-            let (gps, reads) = (num(&out, "median=")?, num(&out, "reads=")?);
+        }
+        for ((label, _, _), runs) in sleeping.iter().zip(paced) {
+            let gps = median(runs.iter().map(|x| x.0).collect());
+            let reads = median(runs.iter().map(|x| x.1).collect());
             let _ = writeln!(
                 md,
                 "| {r} | {label}, writer paced to memb's GP/s | {gps:.0} | {:.2} | {reads:.3e} | {:.2} |",
