@@ -722,8 +722,11 @@ fn urcu_rows(root: &Path, how: &str) -> Result<String, String> {
         }
         // The readers under the same writer load as memb's: each sleeping build again,
         // its writer held to memb's (median) grace periods per second.
-        let sleeping: Vec<&(&str, &Path, &str)> =
-            who.iter().skip(1).filter(|(_, _, row)| *row == "urcu").collect();
+        let sleeping: Vec<&(&str, &Path, &str)> = who
+            .iter()
+            .skip(1)
+            .filter(|(_, _, row)| *row == "urcu")
+            .collect();
         let mut paced: Vec<Vec<(f64, f64)>> = vec![Vec::new(); sleeping.len()];
         for _ in 0..URCU_ROUNDS {
             for ((label, bin, _), runs) in sleeping.iter().zip(&mut paced) {
@@ -1299,7 +1302,9 @@ pub fn bench(args: &[String]) -> Result<(), String> {
              **throughput**, threads calling \
              `synchronize` back to back (calls/s, all threads); **defer**, threads retiring \
              heap values (rcuref: a 64-place `DeferQueue` each, `defer_or_wait`; liburcu: \
-             `call_rcu`, unbounded, its worker thread freeing) - frees/s, counted when freed. \
+             `call_rcu`, unbounded, its worker thread freeing) - frees/s, counted when freed; \
+             in these two rows rcuref waits with the sleeping hook (`std_sleeping`), as \
+             memb's `synchronize_rcu` sleeps, and the latency rows with a spinning one. \
              \"advantage\": liburcu's time / ours, or our rate / liburcu's (above 1: rcuref \
              is ahead).\n\n\
              | row | threads | rcuref | rcuref (asymmetric) | liburcu memb | advantage | advantage (asymmetric) |\n\

@@ -21,6 +21,12 @@
 //!   places, `defer_or_wait`) for a second; values freed per second, all threads
 //!   together, counted when freed (the queue's last values after a `barrier`).
 //!
+//!   Both wait with the sleeping hook (`std_sleeping`), as memb's `synchronize_rcu`
+//!   sleeps: a driver that finds another's heavy fence under way then sleeps until it
+//!   returns. With a spinning hook, two drivers of the asymmetric build made a tenth
+//!   of memb's calls on a 2-core Xeon VM (each `membarrier` interrupted the other
+//!   core, busy spinning), against about memb's rate with the sleeping one.
+//!
 //! * `read-paced`: one reader thread runs read sections for a second while a writer
 //!   thread calls `synchronize` at `PACE` per second (spinning between calls); ns per
 //!   section, and the writer's achieved rate (`writer=`): the readers' cost under the
@@ -42,7 +48,7 @@
 //! Built with `--cfg rcuref_asymmetric_fence` (as `cargo xtask bench` does in a second
 //! build) the same rows measure the asymmetric-fence mode with `membarrier`.
 
-use rcuref::rcu::{forever, DeferQueue, Rcu};
+use rcuref::rcu::{forever, std_sleeping, DeferQueue, Rcu};
 use std::hint::spin_loop;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use std::sync::{Barrier, Mutex};
@@ -189,7 +195,7 @@ fn latency_preempted(hogs: usize) -> (f64, f64) {
                 spin_loop();
             }
             let began = base.elapsed().as_nanos() as u64;
-            w.synchronize(rcuref::rcu::std_sleeping()).unwrap();
+            w.synchronize(std_sleeping()).unwrap();
             let back = base.elapsed().as_nanos() as u64;
             let left = left_at.load(Relaxed);
             // A writer descheduled before its call began after the unlock: that round
@@ -242,7 +248,7 @@ fn throughput(threads: usize) -> f64 {
         let mut w = RCU.reader().unwrap();
         let mut n = 0;
         while !stop.load(Relaxed) {
-            w.synchronize(forever(spin_loop)).unwrap();
+            w.synchronize(rcuref::rcu::std_sleeping()).unwrap();
             n += 1;
         }
         n
@@ -257,13 +263,13 @@ fn defer(threads: usize) -> f64 {
         let mut i = 0u64;
         while !stop.load(Relaxed) {
             i += 1;
-            q.defer_or_wait(&mut w, Box::new(i), forever(spin_loop), |b: Box<u64>| {
+            q.defer_or_wait(&mut w, Box::new(i), std_sleeping(), |b: Box<u64>| {
                 drop(b);
                 freed += 1;
             })
             .unwrap();
         }
-        q.barrier(&mut w, forever(spin_loop), |b: Box<u64>| {
+        q.barrier(&mut w, std_sleeping(), |b: Box<u64>| {
             drop(b);
             freed += 1;
         })
