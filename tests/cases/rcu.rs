@@ -812,6 +812,13 @@ pub struct Torture {
     cookie: AtomicU32,
 }
 
+/// Spins `n` times: how long a read section holds its object.
+fn spin(n: u32) {
+    for _ in 0..n {
+        core::hint::spin_loop();
+    }
+}
+
 impl Torture {
     pub const fn new() -> Self {
         Self::with_dedicated(0)
@@ -894,22 +901,32 @@ impl Torture {
     /// One read section on a context's dedicated slot: from the thread, or from a
     /// handler that nests on the slot of the thread it interrupted.
     pub fn read_once_in(&self, ctx: &ContextReader<'_, 4>, delay: u32) {
+        self.read_once_in_holding(ctx, || spin(delay));
+    }
+
+    /// One read section on a context's dedicated slot that holds its object for as long
+    /// as `hold` runs (a control that must see a section span interrupts, whatever the
+    /// speed of the host running the emulator, waits for ticks instead of spinning).
+    pub fn read_once_in_holding(&self, ctx: &ContextReader<'_, 4>, hold: impl FnOnce()) {
         let _guard = ctx.lock();
-        self.read_body(delay);
+        self.read_body_holding(hold);
     }
 
     /// What a read section does: load the current object, hold it `delay` spins, and
     /// record its age (and whether it was reused under us).
     fn read_body(&self, delay: u32) {
+        self.read_body_holding(|| spin(delay));
+    }
+
+    /// `read_body`, holding the object while `hold` runs.
+    fn read_body_holding(&self, hold: impl FnOnce()) {
         let j = self.current.load(Acquire);
         if j == NOTHING {
             return; // the writer has not started
         }
         let o = &self.objs[j as usize];
         let (g1, p1) = (o.gen.load(Acquire), o.pipe.load(Acquire));
-        for _ in 0..delay {
-            core::hint::spin_loop();
-        }
+        hold();
         let (p2, g2) = (o.pipe.load(Acquire), o.gen.load(Acquire));
         let age = if p1 == FREE || p2 == FREE {
             3

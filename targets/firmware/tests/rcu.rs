@@ -212,9 +212,19 @@ mod tests {
         /// grace periods. If leaving the nested section ended the thread's (nesting
         /// broken), a grace period would end under the thread's reference.
         pub fn context_reader_nesting(rounds: u32) -> &'static Torture {
+            context_reader_nesting_holding(rounds, || {
+                for _ in 0..400 {
+                    core::hint::spin_loop();
+                }
+            })
+        }
+
+        /// `context_reader_nesting` with each thread section holding its object while
+        /// `hold` runs.
+        pub fn context_reader_nesting_holding(rounds: u32, hold: impl Fn()) -> &'static Torture {
             tick::start(1_199, nest_then_write_in_handler);
             while NEST.published.load(Relaxed) < rounds {
-                NEST.read_once_in(&CPU, 400);
+                NEST.read_once_in_holding(&CPU, &hold);
             }
             let ticks = tick::stop();
             defmt::info!(
@@ -300,7 +310,20 @@ mod tests {
     fn negative_control_nesting_on_a_context_slot_is_checked() {
         use core::sync::atomic::Ordering::Relaxed;
         rcuref::mutants::select(rcuref::mutants::Mutant::NestingIgnored);
-        let t = irq::context_reader_nesting(2_000);
+        // Each thread section spans four ticks, whatever the speed of the host running
+        // the emulator. The handler alternates publishing and polling (with the slot
+        // left looking empty, each poll ends its grace period), so the first
+        // publication inside the section retires the thread's object and the poll
+        // after it ages that object to two. A section of 400 spins spanned two ticks
+        // only by chance: on AArch64 it is a sixth of a tick, and CI once saw no read
+        // at age two.
+        let t = irq::context_reader_nesting_holding(500, || {
+            use rcuref_firmware::tick;
+            let start = tick::ticks();
+            while tick::ticks().wrapping_sub(start) < 4 {
+                core::hint::spin_loop();
+            }
+        });
         rcuref::mutants::select(rcuref::mutants::Mutant::None);
         report(t);
         let a = t.ages();
