@@ -33,10 +33,14 @@ pub struct Rcu<const N: usize> {
     //   before it sleeps again); `wake` is null or a `fn()` the binary installed
     //   (`set_wake_hook`). Nothing about safety depends on either: they only decide how
     //   soon a sleeping wait runs again.
-    // * `phase` is 0 or 1: the phase outermost locks record. Wait steps set it to
+    // * `phase`: bit 0 is the phase outermost locks record. Wait steps set it to
     //   `phase(g)` when it differs, so it changes twice per grace period. Nothing about
-    //   safety depends on its value (module docs, "The phase word"), only how soon waits
-    //   finish, so a late store from a stopped driver is harmless.
+    //   safety depends on bit 0 (module docs, "The phase word"), only how soon waits
+    //   finish, so a late store from a stopped driver is harmless. Where the fence is
+    //   chosen at run time (`rcuref_auto`), bit 1 (`encoding::PHASE_HEAVY`) is set only
+    //   by a step that read the mode decided Heavy, which is final, so a word with it
+    //   says what the mode says whenever its store lands; readers that see it skip the
+    //   full fence, so that claim **is** a safety invariant. Every other bit is 0.
     // * `fences` (asymmetric-fence builds): the heavy-fence marks, whose invariants
     //   `heavy::FenceMarks` states: `returned` names no wait, or a wait of the counter's
     //   current lap of its half whose heavy fence has returned (forgotten before every

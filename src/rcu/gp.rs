@@ -206,7 +206,9 @@ fn wake_after_wait<const N: usize>(rcu: &Rcu<N>) {
 /// Tells readers entering from now on to record the phase of the wait at `g`. Written
 /// only when it changes (twice per grace period), so readers' copies of the line stay
 /// valid otherwise; a store that lands late (its driver was stopped) only makes some
-/// wait last longer (module docs, "The phase word").
+/// wait last longer (module docs, "The phase word"). Its heavy bit, where the fence is
+/// chosen at run time, is as true late as early: it is set only from a mode read
+/// Heavy, and Heavy is final.
 #[inline(always)]
 pub(super) fn record_phase<const N: usize>(rcu: &Rcu<N>, g: u32) {
     divert!(FrozenPhase => ());

@@ -55,7 +55,8 @@
 //! it changes twice per grace period and never otherwise; padding (`crate::pad`) keeps
 //! it off the lines that drivers write.
 //!
-//! **Safety does not depend on the phase a reader records.** A grace period contains
+//! **Safety does not depend on the phase a reader records.** (The word's other bit, where
+//! the fence is chosen at run time, is another matter: "Memory ordering" below.) A grace period contains
 //! two consecutive waits, one for each phase value. Whatever phase a reader's slot shows,
 //! one of the two waits is for that phase and completes only after a scan that did not
 //! see the slot online with it; as only the reader writes its slot and the phase is
@@ -140,7 +141,10 @@
 //!   release). On x86 a release store is a plain `mov`; on Arm and RISC-V it adds a
 //!   barrier before it.
 //! * The phase word is relaxed everywhere: whatever phase a section records, one of a
-//!   grace period's two waits is for it (`rcu-phase-word`).
+//!   grace period's two waits is for it (`rcu-phase-word`). Where the fence is chosen
+//!   at run time, its heavy bit is set only by a step that read the final Heavy mode,
+//!   so a reader that sees it late or early is right to skip the full fence
+//!   (`auto-phase-word-heavy-bit-decided-{full,heavy}`).
 //! * The lap guard: registration and the counter's re-read, against a step's check of
 //!   the registrations and its exchange, are all `SeqCst` (on AArch64 `LDAR`, never
 //!   `LDAPR`): either the step sees the registration or the registering driver sees the

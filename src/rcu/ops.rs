@@ -91,7 +91,9 @@ pub(crate) fn own_slot(slot: &AtomicU32) -> u32 {
 /// store, or this section's loads see whatever was unpublished before the wait began.
 #[inline(always)]
 pub(crate) fn lock_outer(slot: &AtomicU32, phase: &AtomicU32) {
-    // Any value is safe here (module docs, "The phase word").
+    // Any phase (bit 0) is safe here (module docs, "The phase word"); the heavy bit,
+    // where there is one, is only ever set once the mode is Heavy for good (the
+    // invariant of `Rcu::phase`), which is what lets the fence below trust it.
     let p = phase.load(Relaxed);
     interrupt_point!(LockAfterPhase, slot);
     let o = read_side();
@@ -214,8 +216,10 @@ pub(crate) fn step(gp: &AtomicU32, from: u32, to: u32) -> Result<u32, u32> {
 }
 
 /// A flip's update of the phase word: written only when it changes. Relaxed: nothing
-/// about safety depends on the value (module docs, "The phase word"; litmus:
-/// `rcu-phase-word`, where readers may record either value).
+/// about safety depends on the phase (module docs, "The phase word"; litmus:
+/// `rcu-phase-word`, where readers may record either value), and the heavy bit of
+/// `want` says what a final mode says, true whenever it lands
+/// (`auto-phase-word-heavy-bit-decided-heavy`).
 #[inline(always)]
 pub(crate) fn set_phase(phase: &AtomicU32, want: u32) {
     if phase.load(Relaxed) != want {
