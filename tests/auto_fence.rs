@@ -80,6 +80,37 @@ fn without_a_fence_the_first_grace_period_decides_full() {
     assert_eq!(fence_mode(), FenceMode::Full);
     reader.synchronize(rcuref::rcu::spin).unwrap();
     assert_eq!(FENCES.load(SeqCst), 0, "no heavy fence in the full mode");
+    assert_no_heavy_bit(&RCU);
+}
+
+/// Bit 1 of the phase word (`encoding::PHASE_HEAVY`): set by a flip that found the mode
+/// decided heavy, and readers that see it take only a compiler fence.
+#[cfg(rcuref_mutants)]
+const PHASE_HEAVY: u32 = 2;
+
+#[cfg(not(feature = "membarrier"))]
+/// After a grace period decided the mode `Full`: no flip marked the phase word heavy (a
+/// reader that saw the mark would skip the fence the full mode needs; the store-buffering
+/// control `Mutant::PhaseSaysHeavy` shows what that costs).
+fn assert_no_heavy_bit<const N: usize>(_rcu: &Rcu<N>) {
+    #[cfg(rcuref_mutants)]
+    assert_eq!(
+        _rcu.phase_word() & PHASE_HEAVY,
+        0,
+        "a flip marked the phase word heavy in the full mode"
+    );
+}
+
+/// After a whole grace period in the mode decided `Heavy`: its flips marked the phase
+/// word, so outermost locks skip the load of the mode (with the mark missing, every lock
+/// still loads it: as safe, and as slow as before the mark).
+fn assert_heavy_bit<const N: usize>(_rcu: &Rcu<N>) {
+    #[cfg(rcuref_mutants)]
+    assert_ne!(
+        _rcu.phase_word() & PHASE_HEAVY,
+        0,
+        "the flips of the heavy mode left the phase word unmarked"
+    );
 }
 
 /// A fence installed at boot (before the first grace period, so before membarrier is
@@ -120,6 +151,7 @@ fn a_fence_installed_at_boot_makes_the_mode_heavy() {
         "one heavy fence per wait of a grace period with a reader registered"
     );
     assert_eq!(fence_mode(), FenceMode::Heavy);
+    assert_heavy_bit(&RCU);
 }
 
 /// An install that comes after nothing but readers is still in time: readers never
@@ -161,6 +193,9 @@ fn membarrier_is_found_at_run_time() {
         is_installed::<rcuref::rcu::heavy::Membarrier>(),
         "found, so installed"
     );
+    // The first grace period decided; the next one's flips see Heavy.
+    reader.synchronize(rcuref::rcu::spin).unwrap();
+    assert_heavy_bit(&RCU);
 }
 
 /// The RCU test bodies, in a process whose mode is decided as the build decides it

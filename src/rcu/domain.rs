@@ -513,6 +513,14 @@ impl<const N: usize> Rcu<N> {
         &self.slots[i].0 as *const AtomicU32 as usize
     }
 
+    /// The phase word as an outermost lock loads it, the heavy bit included where the
+    /// fence is chosen at run time (test builds only: what a flip stored).
+    #[cfg(rcuref_hooks)]
+    #[doc(hidden)]
+    pub fn phase_word(&self) -> u32 {
+        self.phase.0.phase.load(Relaxed)
+    }
+
     /// The domain's identity for the debug section table: its address and a number
     /// unique in the process (so a domain at the address of a freed one, whose leaked
     /// sections a thread may still count, is a different domain). Both only in builds

@@ -1,6 +1,6 @@
 //! `cargo xtask mutants`: mutation testing of the library (`src/`) with cargo-mutants.
 //!
-//! Two passes, because the loom models need their own build (`--cfg loom`):
+//! Five passes, because the loom models and each fence mode need a build of their own:
 //! 1. every mutant against the host tests, in a mutant build (`--cfg rcuref_mutants`, so
 //!    the exact-point preemption tests and the negative controls run too; the signal
 //!    tortures are turned down to `RCUREF_FREEZES=20` freezes);
@@ -16,14 +16,20 @@
 //! 4. the fence chosen at run time (`auto-fence`, feature `membarrier` without the cfg),
 //!    against `tests/asymmetric.rs`, `tests/auto_fence.rs` and `tests/async_wake.rs`:
 //!    the `auto` module of `src/rcu/heavy.rs`, compiled only there (pass 3 leaves it
-//!    out), counted as pass 3 is; skipped with it.
+//!    out), and the phase word's heavy bit (`record_phase`, `phase_in_word`,
+//!    `reader_fence_after_phase`), counted as pass 3 is; skipped with it.
+//! 5. the same functions with feature `auto-fence` alone (no platform fence: the mode
+//!    decides `Full`, or `Heavy` where a test installs one), against the same tests,
+//!    where the `Full` mode's scenarios run: a mutant that skips the full fence is
+//!    safe in pass 4's `Heavy` and caught only here.
 //!
 //! A mutant that survives every pass that tests it must be listed in
 //! `mutants-equivalent.md` with why it is equivalent (keyed by file and description,
 //! without line numbers, which move); the command fails on any survivor that is not
 //! listed, and reports entries that no longer survive. It prints the score and writes it to `target/mutation/summary.txt`.
-//! Settings: `.cargo/mutants.toml` (pass 1), `.cargo/mutants-loom.toml` (pass 2) and
-//! `.cargo/mutants-asym.toml` (pass 3).
+//! Settings: `.cargo/mutants.toml` (pass 1), `.cargo/mutants-loom.toml` (pass 2),
+//! `.cargo/mutants-asym.toml` (pass 3), `.cargo/mutants-auto.toml` (pass 4) and
+//! `.cargo/mutants-auto-full.toml` (pass 5).
 
 use crate::steps::workspace_root;
 use std::collections::BTreeMap;
@@ -73,7 +79,6 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
     let mut survivors = pass1.missed.clone();
     let mut loom_killed = 0;
-    let mut loom_caught: Vec<String> = Vec::new();
     if !survivors.is_empty() {
         // One run per group of survivors, each against the models of its own module
         // (a loom run costs minutes; every model for every mutant would take hours).
@@ -118,7 +123,6 @@ pub fn run(args: &[String]) -> Result<(), String> {
             )?;
             let pass2 = Outcomes::read(&loom_out)?;
             loom_killed += pass2.caught.len() + pass2.timeout.len();
-            loom_caught.extend(pass2.killed().cloned());
             missed.extend(pass2.missed);
         }
         survivors = missed;
@@ -136,13 +140,25 @@ pub fn run(args: &[String]) -> Result<(), String> {
             "target/cm-asym",
         ),
         (
-            "pass 4: the fence chosen at run time (heavy.rs's auto; feature membarrier)",
+            "pass 4: the fence chosen at run time, found (heavy.rs's auto, the phase \
+             word's heavy bit; feature membarrier: Heavy)",
             ".cargo/mutants-auto.toml",
             "auto",
             "--cfg rcuref_mutants",
             "target/cm-auto",
         ),
+        (
+            "pass 5: the fence chosen at run time, none found (the same functions; \
+             feature auto-fence: Full, or Heavy once a fence is installed)",
+            ".cargo/mutants-auto-full.toml",
+            "auto-full",
+            "--cfg rcuref_mutants",
+            "target/cm-auto-full",
+        ),
     ];
+    // Every mutant a pass has already tested: a later build's pass counts only the
+    // ones new to it, and the survivors it kills.
+    let mut seen: Vec<String> = pass1.all().cloned().collect();
     for (name, config, dir, flags, target) in builds {
         if !((narrow.is_empty() || asym_too) && cfg!(target_os = "linux")) {
             break;
@@ -164,19 +180,21 @@ pub fn run(args: &[String]) -> Result<(), String> {
             &[("RUSTFLAGS", flags), ("CARGO_TARGET_DIR", target)],
         )?;
         let p3 = Outcomes::read(&build_out)?;
-        // A mutant of a function pass 1 examined too is one mutant, not two: killed if
-        // either build kills it, a survivor only if both miss it.
-        survivors.retain(|m| !p3.killed().any(|k| k == m));
-        let in_pass1 = |m: &String| pass1.all().any(|x| x == m);
-        survivors.extend(p3.missed.iter().filter(|m| !in_pass1(m)).cloned());
+        // A mutant of a function an earlier pass examined too is one mutant, not two:
+        // killed if any build kills it, a survivor only if every one misses it.
+        let new: Vec<String> = p3.all().filter(|m| !seen.contains(m)).cloned().collect();
+        let is_new = |m: &String| new.contains(m);
         // Counted below once: only what this pass adds (its own mutants, and the
-        // pass-1 survivors it kills).
-        p3_extra.0 += p3.all().filter(|m| !in_pass1(m)).count();
-        p3_extra.1 += p3.unviable.iter().filter(|m| !in_pass1(m)).count();
+        // survivors of the earlier passes it kills).
+        p3_extra.0 += new.len();
+        p3_extra.1 += p3.unviable.iter().filter(|m| is_new(m)).count();
         p3_extra.2 += p3
             .killed()
-            .filter(|m| !in_pass1(m) || (pass1.missed.contains(m) && !loom_caught.contains(m)))
+            .filter(|m| is_new(m) || survivors.contains(m))
             .count();
+        survivors.retain(|m| !p3.killed().any(|k| k == m));
+        survivors.extend(p3.missed.iter().filter(|m| is_new(m)).cloned());
+        seen.extend(new);
     }
 
     let listed = equivalents(&root.join("mutants-equivalent.md"))?;
