@@ -201,6 +201,20 @@
 /// `heavy_fence` returns, every core that runs or may run a reader has executed a full
 /// memory barrier since the call began, and the calling core one before and after.
 /// `rcuref` relies on it for memory safety under `--cfg rcuref_asymmetric_fence`.
+///
+/// # Who calls it
+/// Whichever context drives a wait: a blocking wait, a [`GpCookie::poll`](super::GpCookie::poll)
+/// (which issues its own fence rather than wait for another driver's, so also from an
+/// interrupt handler), a `DeferQueue`'s collection, the C API's `rcuref_poll`. So calls
+/// run on several cores at once, and a handler's call may interrupt one in progress on
+/// its own core: an implementation must be reentrant (no lock held across the call, no
+/// single "request in flight" word). An IPI fence that waits for acknowledgements
+/// needs the other cores able to take its interrupt while they wait themselves: two
+/// cores that both call it from handlers that mask that interrupt wait for each other
+/// for ever. Either serve a request pending on the calling core while waiting (with
+/// the served ticket only ever moving forward), give the fence's interrupt a priority
+/// above every handler that polls, or poll grace periods only from thread context in
+/// this mode.
 pub unsafe trait HeavyFence {
     /// Makes every core execute a full memory barrier (see the trait's safety contract).
     fn heavy_fence();
