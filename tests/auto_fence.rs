@@ -88,10 +88,10 @@ fn without_a_fence_the_first_grace_period_decides_full() {
 #[cfg(rcuref_mutants)]
 const PHASE_HEAVY: u32 = 2;
 
-#[cfg(not(feature = "membarrier"))]
 /// After a grace period decided the mode `Full`: no flip marked the phase word heavy (a
 /// reader that saw the mark would skip the fence the full mode needs; the store-buffering
 /// control `Mutant::PhaseSaysHeavy` shows what that costs).
+#[cfg(not(feature = "membarrier"))]
 fn assert_no_heavy_bit<const N: usize>(_rcu: &Rcu<N>) {
     #[cfg(rcuref_mutants)]
     assert_eq!(

@@ -370,13 +370,25 @@ fn fences_per_grace_period_two_waiters() -> (f64, f64) {
 /// `fences_per_grace_period_two_waiters` until the two waiters overlap for real (at
 /// most 480 grace periods for the 600 waits, so at least 120 shared): up to 10 tries.
 /// Panics if they never do: the verdict would mean nothing.
+///
+/// Returns the heavy fences beyond two per grace period, per grace period that served
+/// both waiters (600 waits in `g` grace periods: `600 - g` of them served two). A grace
+/// period of one waiter costs two fences whoever issues them, so only the shared ones
+/// tell sharing from fencing alone, and this scale does not move with how much the
+/// waiters overlapped. Waiters that share: 0.05-0.12 in 6 runs on an idle machine,
+/// 0.51 in a loaded CI run (2.33 fences per grace period, which failed the old bound of
+/// 2.3 per grace period); waiters that fence for themselves: 2.97-3.02 in the same 6.
 fn fences_per_shared_grace_period() -> f64 {
     let mut fewest = f64::MAX;
     for _ in 0..10 {
         let (per_gp, gps) = fences_per_grace_period_two_waiters();
-        println!("{gps} grace periods for 600 waits, {per_gp} heavy fences each");
+        let extra = (per_gp * gps - 2.0 * gps) / (600.0 - gps);
+        println!(
+            "{gps} grace periods for 600 waits, {per_gp} heavy fences each, \
+             {extra} beyond two per shared one"
+        );
         if gps <= 480.0 {
-            return per_gp;
+            return extra;
         }
         fewest = fewest.min(gps);
     }
@@ -386,15 +398,16 @@ fn fences_per_shared_grace_period() -> f64 {
     );
 }
 
-/// Two blocking waiters share each wait's fence: about two per grace period (2.02-2.17
-/// measured here with 367-569 grace periods for the 600 waits; a few more where both
-/// look before either has begun). Waiters that fence for themselves measured 2.47-3.15
-/// once they overlapped (433-519 grace periods), about 2.0 when they did not.
+/// Two blocking waiters share each wait's fence: a grace period that serves both costs
+/// about two fences, not four (a few more where both look before either has begun).
 #[test]
 fn concurrent_waits_share_a_fence_under_way() {
     let _restore = Restore::take();
-    let per_gp = fences_per_shared_grace_period();
-    assert!(per_gp < 2.3, "{per_gp} heavy fences per grace period");
+    let extra = fences_per_shared_grace_period();
+    assert!(
+        extra < 1.5,
+        "{extra} heavy fences beyond two per grace period the waiters shared"
+    );
 }
 
 /// The control: waiters that fence for themselves issue nearly one each per wait.
@@ -402,9 +415,12 @@ fn concurrent_waits_share_a_fence_under_way() {
 fn negative_control_impatient_waiters_are_counted() {
     let _restore = Restore::take();
     select(Mutant::ImpatientWaiters);
-    let per_gp = fences_per_shared_grace_period();
+    let extra = fences_per_shared_grace_period();
     select(Mutant::None);
-    assert!(per_gp > 2.3, "only {per_gp} heavy fences per grace period");
+    assert!(
+        extra > 1.5,
+        "only {extra} heavy fences beyond two per grace period the waiters shared"
+    );
 }
 
 static WOKEN: AtomicBool = AtomicBool::new(false);

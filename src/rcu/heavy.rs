@@ -203,9 +203,10 @@
 /// `rcuref` relies on it for memory safety under `--cfg rcuref_asymmetric_fence`.
 ///
 /// # Who calls it
-/// Whichever context drives a wait: a blocking wait, a [`GpCookie::poll`](super::GpCookie::poll)
-/// (which issues its own fence rather than wait for another driver's, so also from an
-/// interrupt handler), a `DeferQueue`'s collection, the C API's `rcuref_poll`. So calls
+/// Whichever context drives a wait: a blocking wait, a
+/// [`GpCookie::poll`](super::GpCookie::poll) (which issues its own fence rather than
+/// wait for another driver's, so also from an interrupt handler), a `DeferQueue`'s
+/// collection, the C API's `rcuref_poll`. So calls
 /// run on several cores at once, and a handler's call may interrupt one in progress on
 /// its own core: an implementation must be reentrant (no lock held across the call, no
 /// single "request in flight" word). An IPI fence that waits for acknowledgements

@@ -56,17 +56,17 @@
 //! it off the lines that drivers write.
 //!
 //! **Safety does not depend on the phase a reader records.** (The word's other bit, where
-//! the fence is chosen at run time, is another matter: "Memory ordering" below.) A grace period contains
-//! two consecutive waits, one for each phase value. Whatever phase a reader's slot shows,
-//! one of the two waits is for that phase and completes only after a scan that did not
-//! see the slot online with it; as only the reader writes its slot and the phase is
-//! fixed for a whole section, that scan came after the section ended (or, by the fence
-//! pairing below, the reader never saw the unpublished pointer). The phase only decides
-//! *which* wait holds a reader, and so how soon the waits can finish: a wait for phase
-//! `x` cannot complete while new sections keep recording `x`, which is why the word
-//! follows `gp`. A driver stopped between its check and its store can leave a stale
-//! value behind; the next wait step repairs it. `Mutant::FrozenPhase` (the word never
-//! changes) must pass every loom model, which checks this argument on the models.
+//! the fence is chosen at run time, is another matter: "Memory ordering" below.) A grace
+//! period contains two consecutive waits, one for each phase value. Whatever phase a
+//! reader's slot shows, one of the two waits is for that phase and completes only after a
+//! scan that did not see the slot online with it; as only the reader writes its slot and
+//! the phase is fixed for a whole section, that scan came after the section ended (or, by
+//! the fence pairing below, the reader never saw the unpublished pointer). The phase only
+//! decides *which* wait holds a reader, and so how soon the waits can finish: a wait for
+//! phase `x` cannot complete while new sections keep recording `x`, which is why the word
+//! follows `gp`. A driver stopped between its check and its store can leave a stale value
+//! behind; the next wait step repairs it. `Mutant::FrozenPhase` (the word never changes)
+//! must pass every loom model, which checks this argument on the models.
 //!
 //! # Any number of drivers, none of them in charge
 //!
