@@ -83,10 +83,10 @@ fn without_a_fence_the_first_grace_period_decides_full() {
     assert_no_heavy_bit(&RCU);
 }
 
-/// Bit 1 of the phase word (`encoding::PHASE_HEAVY`): set by a flip that found the mode
-/// decided heavy, and readers that see it take only a compiler fence.
+/// The phase word's heavy bit: set by a flip that found the mode decided heavy, and
+/// readers that see it take only a compiler fence.
 #[cfg(rcuref_mutants)]
-const PHASE_HEAVY: u32 = 2;
+use rcuref::mutants::PHASE_HEAVY;
 
 /// After a grace period decided the mode `Full`: no flip marked the phase word heavy (a
 /// reader that saw the mark would skip the fence the full mode needs; the store-buffering

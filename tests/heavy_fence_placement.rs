@@ -342,12 +342,12 @@ fn negative_control_a_fence_per_scan_is_counted() {
     assert!(per_gp > 50.0, "only {per_gp} heavy fences per grace period");
 }
 
-/// Heavy fences per grace period with two threads in `synchronize` at once, each fence
+/// Heavy fences issued while two threads are in `synchronize` at once, each fence
 /// taking 20 µs: a blocking wait that meets the other's fence under way waits for it.
 /// Returns that and the grace periods the 600 waits took: only waits that ran at the
 /// same time share grace periods, so 600 means the two never overlapped (a loaded
 /// machine time-slicing them) and the fence count says nothing about sharing.
-fn fences_per_grace_period_two_waiters() -> (f64, f64) {
+fn fences_two_waiters() -> (f64, f64) {
     SLOW.store(true, SeqCst);
     let (f0, g0) = (FENCES.load(SeqCst), RCU.gp_counter());
     let start = std::sync::Barrier::new(2);
@@ -364,10 +364,10 @@ fn fences_per_grace_period_two_waiters() -> (f64, f64) {
     });
     SLOW.store(false, SeqCst);
     let gps = f64::from(RCU.gp_counter().wrapping_sub(g0)) / 4.0;
-    (f64::from(FENCES.load(SeqCst) - f0) / gps, gps)
+    (f64::from(FENCES.load(SeqCst) - f0), gps)
 }
 
-/// `fences_per_grace_period_two_waiters` until the two waiters overlap for real (at
+/// `fences_two_waiters` until the two waiters overlap for real (at
 /// most 480 grace periods for the 600 waits, so at least 120 shared): up to 10 tries.
 /// Panics if they never do: the verdict would mean nothing.
 ///
@@ -381,11 +381,12 @@ fn fences_per_grace_period_two_waiters() -> (f64, f64) {
 fn fences_per_shared_grace_period() -> f64 {
     let mut fewest = f64::MAX;
     for _ in 0..10 {
-        let (per_gp, gps) = fences_per_grace_period_two_waiters();
-        let extra = (per_gp * gps - 2.0 * gps) / (600.0 - gps);
+        let (fences, gps) = fences_two_waiters();
+        let extra = (fences - 2.0 * gps) / (600.0 - gps);
         println!(
-            "{gps} grace periods for 600 waits, {per_gp} heavy fences each, \
-             {extra} beyond two per shared one"
+            "{gps} grace periods for 600 waits, {} heavy fences each, \
+             {extra} beyond two per shared one",
+            fences / gps
         );
         if gps <= 480.0 {
             return extra;

@@ -330,6 +330,10 @@ mod hooks {
         Mutant::ALL[ACTIVE.load(Ordering::Relaxed) as usize]
     }
 
+    /// The phase word's heavy bit (`Rcu::phase_word`), for tests of what a flip stores.
+    #[cfg(rcuref_auto)]
+    pub const PHASE_HEAVY: u32 = crate::rcu::encoding::PHASE_HEAVY;
+
     static READ_DELAY: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
     static READ_TICK: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
 

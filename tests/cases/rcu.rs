@@ -813,7 +813,7 @@ pub struct Torture {
 }
 
 /// Spins `n` times: how long a read section holds its object.
-fn spin(n: u32) {
+pub fn spin(n: u32) {
     for _ in 0..n {
         core::hint::spin_loop();
     }

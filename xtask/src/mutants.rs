@@ -128,9 +128,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
         survivors = missed;
     }
 
-    // Passes 3 and 4: the asymmetric-fence mode, and the fence chosen at run time, each
-    // in its own build.
-    let mut p3_extra = (0, 0, 0);
+    // Passes 3 to 5: the asymmetric-fence mode, and the fence chosen at run time with
+    // and without membarrier, each in its own build.
+    let mut later_extra = (0, 0, 0);
     let builds = [
         (
             "pass 3: the asymmetric-fence mode (heavy.rs, until_done, claim; its own build)",
@@ -179,21 +179,21 @@ pub fn run(args: &[String]) -> Result<(), String> {
             ],
             &[("RUSTFLAGS", flags), ("CARGO_TARGET_DIR", target)],
         )?;
-        let p3 = Outcomes::read(&build_out)?;
+        let p = Outcomes::read(&build_out)?;
         // A mutant of a function an earlier pass examined too is one mutant, not two:
         // killed if any build kills it, a survivor only if every one misses it.
-        let new: Vec<String> = p3.all().filter(|m| !seen.contains(m)).cloned().collect();
+        let new: Vec<String> = p.all().filter(|m| !seen.contains(m)).cloned().collect();
         let is_new = |m: &String| new.contains(m);
         // Counted below once: only what this pass adds (its own mutants, and the
         // survivors of the earlier passes it kills).
-        p3_extra.0 += new.len();
-        p3_extra.1 += p3.unviable.iter().filter(|m| is_new(m)).count();
-        p3_extra.2 += p3
+        later_extra.0 += new.len();
+        later_extra.1 += p.unviable.iter().filter(|m| is_new(m)).count();
+        later_extra.2 += p
             .killed()
             .filter(|m| is_new(m) || survivors.contains(m))
             .count();
-        survivors.retain(|m| !p3.killed().any(|k| k == m));
-        survivors.extend(p3.missed.iter().filter(|m| is_new(m)).cloned());
+        survivors.retain(|m| !p.killed().any(|k| k == m));
+        survivors.extend(p.missed.iter().filter(|m| is_new(m)).cloned());
         seen.extend(new);
     }
 
@@ -210,11 +210,11 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
     let stale: Vec<&String> = listed.keys().filter(|k| !used.contains_key(*k)).collect();
 
-    let (p3_total, p3_unviable, p3_killed) = p3_extra;
-    let total = pass1.total() + p3_total;
-    let unviable = pass1.unviable.len() + p3_unviable;
+    let (later_total, later_unviable, later_killed) = later_extra;
+    let total = pass1.total() + later_total;
+    let unviable = pass1.unviable.len() + later_unviable;
     let viable = total - unviable;
-    let killed = pass1.caught.len() + pass1.timeout.len() + loom_killed + p3_killed;
+    let killed = pass1.caught.len() + pass1.timeout.len() + loom_killed + later_killed;
     let equivalent = survivors.len() - unlisted.len();
     let score = if viable > equivalent {
         100.0 * killed as f64 / (viable - equivalent) as f64
@@ -224,7 +224,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let summary = format!(
         "mutants: {total} generated, {} unviable (do not compile), {viable} viable\n\
          killed: {killed} ({} by the host tests, {} of them by timeout; {loom_killed} more by loom; \
-         {p3_killed} in the asymmetric-fence and run-time-fence builds)\n\
+         {later_killed} in the asymmetric-fence and run-time-fence builds)\n\
          survived: {} ({equivalent} listed as equivalent in mutants-equivalent.md, {} not listed)\n\
          score: {score:.1}% of the non-equivalent viable mutants killed\n",
         unviable,

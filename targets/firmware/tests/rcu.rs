@@ -212,11 +212,7 @@ mod tests {
         /// grace periods. If leaving the nested section ended the thread's (nesting
         /// broken), a grace period would end under the thread's reference.
         pub fn context_reader_nesting(rounds: u32) -> &'static Torture {
-            context_reader_nesting_holding(rounds, || {
-                for _ in 0..400 {
-                    core::hint::spin_loop();
-                }
-            })
+            context_reader_nesting_holding(rounds, || cases::spin(400))
         }
 
         /// `context_reader_nesting` with each thread section holding its object while
