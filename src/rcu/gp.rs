@@ -295,7 +295,16 @@ const MAX_BACKOFF: u32 = 64;
 /// Attempts for which a blocking wait leaves a wait's heavy fence to the driver already
 /// issuing it (asymmetric-fence mode, `heavy::in_wait_step`); after that it fences for
 /// itself, so a driver stopped inside its fence holds the others up only this long.
-pub(super) const PATIENCE: u32 = 1024;
+///
+/// Counted in attempts, so the time it buys is the hook's: with a spinning hook the
+/// back-off between 64 attempts (about 3,800 spin-loop hints) outlasts a `membarrier`
+/// of tens of microseconds, which is all sharing needs; with a hook that yields or
+/// sleeps each attempt is a time slice or the sleep's bound, and that many of them is
+/// what a driver preempted inside its fence costs the waits beside it. It was 1024
+/// until a poller frozen inside `membarrier` held a yielding writer for seconds on two
+/// loaded cores (`tests/preemption.rs`, now run in the fence chosen at run time); the
+/// price of impatience is one more heavy fence.
+pub(super) const PATIENCE: u32 = 64;
 /// `2^BACKOFF_SHIFT >= MAX_BACKOFF`: where the doubling stops.
 #[cfg(not(loom))]
 const BACKOFF_SHIFT: u32 = 6;
