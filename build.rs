@@ -15,10 +15,14 @@
 //!
 //! * `rcuref_heavy`: the asymmetric-fence mode's heavy fence is compiled in
 //!   (`--cfg rcuref_asymmetric_fence`, and not under loom, which cannot model it).
-//! * `rcuref_auto`: the read side's fence is chosen at run time (feature `auto-fence`,
-//!   implied by `membarrier`): a compiler fence once a heavy fence is known to exist,
-//!   the full fence until then or without one (`rcu::heavy`, "Chosen at run time").
-//!   Not with `--cfg rcuref_asymmetric_fence` (the static choice wins) nor under loom.
+//! * `rcuref_membarrier`: `rcu::heavy::Membarrier` exists (feature `membarrier`, on by
+//!   default, on a Linux target; the feature does nothing elsewhere).
+//! * `rcuref_auto_fence`: the run-time choice's API exists (feature `auto-fence`, or
+//!   `rcuref_membarrier`): `rcu::heavy::install`, `fence_mode`, ...
+//! * `rcuref_auto`: the read side's fence is chosen at run time (`rcuref_auto_fence`):
+//!   a compiler fence once a heavy fence is known to exist, the full fence until then or
+//!   without one (`rcu::heavy`, "Chosen at run time"). Not with `--cfg
+//!   rcuref_asymmetric_fence` (the static choice wins) nor under loom.
 //! * `rcuref_fences`: either of the two, so the heavy-fence machinery (the domain's
 //!   marks, the wait step's fence, the claim's fence) is compiled in.
 //! * `rcuref_hooks`: the run-time test hooks exist: variant selection, pause and
@@ -60,6 +64,8 @@ fn main() {
     println!("cargo::rustc-check-cfg=cfg(rcuref_pad, values(\"64\", \"128\"))");
     println!("cargo::rustc-check-cfg=cfg(rcuref_heavy)");
     println!("cargo::rustc-check-cfg=cfg(rcuref_auto)");
+    println!("cargo::rustc-check-cfg=cfg(rcuref_auto_fence)");
+    println!("cargo::rustc-check-cfg=cfg(rcuref_membarrier)");
     println!("cargo::rustc-check-cfg=cfg(rcuref_fences)");
     println!("cargo::rustc-check-cfg=cfg(rcuref_hooks)");
     println!("cargo::rustc-check-cfg=cfg(rcuref_variants)");
@@ -69,7 +75,16 @@ fn main() {
     let loom = has_cfg("loom");
     let hooks = loom || has_cfg("rcuref_mutants");
     let heavy = has_cfg("rcuref_asymmetric_fence") && !loom;
-    let auto = feature("auto-fence") && !has_cfg("rcuref_asymmetric_fence") && !loom;
+    let linux = env::var("CARGO_CFG_TARGET_OS").is_ok_and(|os| os == "linux");
+    let membarrier = feature("membarrier") && linux;
+    let auto_fence = feature("auto-fence") || membarrier;
+    let auto = auto_fence && !has_cfg("rcuref_asymmetric_fence") && !loom;
+    if membarrier {
+        println!("cargo::rustc-cfg=rcuref_membarrier");
+    }
+    if auto_fence {
+        println!("cargo::rustc-cfg=rcuref_auto_fence");
+    }
     if heavy {
         println!("cargo::rustc-cfg=rcuref_heavy");
     }

@@ -124,15 +124,22 @@ macro_rules! read_delay_point {
     all(rcuref_asymmetric_fence, not(loom), not(rcuref_heavy)),
     all(rcuref_heavy, any(loom, not(rcuref_asymmetric_fence))),
     all(
-        feature = "auto-fence",
+        rcuref_auto_fence,
         not(loom),
         not(rcuref_asymmetric_fence),
         not(rcuref_auto)
     ),
     all(
         rcuref_auto,
-        any(loom, rcuref_asymmetric_fence, not(feature = "auto-fence"))
+        any(loom, rcuref_asymmetric_fence, not(rcuref_auto_fence))
     ),
+    all(feature = "membarrier", target_os = "linux", not(rcuref_membarrier)),
+    all(
+        rcuref_membarrier,
+        not(all(feature = "membarrier", target_os = "linux"))
+    ),
+    all(any(feature = "auto-fence", rcuref_membarrier), not(rcuref_auto_fence)),
+    all(rcuref_auto_fence, not(any(feature = "auto-fence", rcuref_membarrier))),
     all(any(rcuref_heavy, rcuref_auto), not(rcuref_fences)),
     all(rcuref_fences, not(any(rcuref_heavy, rcuref_auto))),
     all(any(loom, rcuref_mutants), not(rcuref_hooks)),
@@ -145,7 +152,7 @@ compile_error!(
      `--cfg rcuref_asymmetric_fence` / `--cfg rcuref_mutants` / `--cfg loom` through \
      RUSTFLAGS (or CARGO_TARGET_<TRIPLE>_RUSTFLAGS), where cargo's build script sees \
      them too, or set the derived cfgs as build.rs would (rcuref_heavy, rcuref_auto, \
-     rcuref_fences, rcuref_hooks, rcuref_variants)."
+     rcuref_auto_fence, rcuref_membarrier, rcuref_fences, rcuref_hooks, rcuref_variants)."
 );
 
 // One clear error instead of a page of missing `compare_exchange` methods.

@@ -19,10 +19,7 @@
 //! `Heavy`): every test first checks that the mode is `Heavy`, and one more control
 //! lets the mode change with a reader inside (`Mutant::ModeSwitchesLive`), which the
 //! store-buffering torture must catch.
-#![cfg(all(
-    target_os = "linux",
-    any(rcuref_asymmetric_fence, feature = "membarrier")
-))]
+#![cfg(all(target_os = "linux", any(rcuref_asymmetric_fence, rcuref_membarrier)))]
 
 #[path = "cases/rcu.rs"]
 mod cases;

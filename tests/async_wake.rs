@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 /// `heavy::wakes_are_reliable` for the builds this file runs in).
 /// With feature `membarrier` and no cfg the mode is chosen at run time (`auto-fence`)
 /// and comes out heavy here (membarrier is there: `tests/auto_fence.rs` checks).
-const SLEEPS: bool = cfg!(any(rcuref_asymmetric_fence, feature = "membarrier"));
+const SLEEPS: bool = cfg!(any(rcuref_asymmetric_fence, rcuref_membarrier));
 
 /// The tests select process-wide variants.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -116,7 +116,7 @@ fn a_pending_wait_is_polled_again_only_after_the_unlock() {
     woken_by_the_unlock().unwrap();
 }
 
-#[cfg(all(rcuref_mutants, any(rcuref_asymmetric_fence, feature = "membarrier")))]
+#[cfg(all(rcuref_mutants, any(rcuref_asymmetric_fence, rcuref_membarrier)))]
 #[test]
 fn negative_control_wakers_never_wake() {
     use rcuref::mutants::{select, Mutant};
@@ -176,7 +176,7 @@ fn a_full_set_falls_back_to_re_polling() {
     full_set_falls_back().unwrap();
 }
 
-#[cfg(all(rcuref_mutants, any(rcuref_asymmetric_fence, feature = "membarrier")))]
+#[cfg(all(rcuref_mutants, any(rcuref_asymmetric_fence, rcuref_membarrier)))]
 #[test]
 fn negative_control_full_set_sleeps() {
     use rcuref::mutants::{select, Mutant};
@@ -225,7 +225,7 @@ fn a_dropped_wait_leaves_no_waker_behind() {
     dropped_leaves_nothing().unwrap();
 }
 
-#[cfg(all(rcuref_mutants, any(rcuref_asymmetric_fence, feature = "membarrier")))]
+#[cfg(all(rcuref_mutants, any(rcuref_asymmetric_fence, rcuref_membarrier)))]
 #[test]
 fn negative_control_waker_kept_on_release() {
     use rcuref::mutants::{select, Mutant};
@@ -356,7 +356,7 @@ fn two_drivers_at_once_are_woken_from_the_readers_thread() {
     two_drivers().unwrap();
 }
 
-#[cfg(all(rcuref_mutants, any(rcuref_asymmetric_fence, feature = "membarrier")))]
+#[cfg(all(rcuref_mutants, any(rcuref_asymmetric_fence, rcuref_membarrier)))]
 #[test]
 fn negative_control_two_drivers_never_woken() {
     use rcuref::mutants::{select, Mutant};

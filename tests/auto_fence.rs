@@ -7,7 +7,7 @@
 //! The mode is the process's, so every scenario runs in a process of its own: the test
 //! re-runs this binary with only that scenario selected (`in_own_process`), and the
 //! scenario body runs only there. No two scenarios share the mode.
-#![cfg(all(feature = "auto-fence", not(rcuref_asymmetric_fence)))]
+#![cfg(all(rcuref_auto_fence, not(rcuref_asymmetric_fence)))]
 
 #[path = "cases/rcu.rs"]
 mod cases;
@@ -64,7 +64,7 @@ unsafe impl HeavyFence for OneThread {
 /// Readers before the decision, the first grace period deciding, and the mode fixed
 /// from then on: without a platform fence it is `Full`, and a later install is refused
 /// with `Error::Decided` (the mode never changes under a reader).
-#[cfg(not(feature = "membarrier"))]
+#[cfg(not(rcuref_membarrier))]
 #[test]
 fn without_a_fence_the_first_grace_period_decides_full() {
     if in_own_process("without_a_fence_the_first_grace_period_decides_full") {
@@ -91,7 +91,7 @@ use rcuref::mutants::PHASE_HEAVY;
 /// After a grace period decided the mode `Full`: no flip marked the phase word heavy (a
 /// reader that saw the mark would skip the fence the full mode needs; the store-buffering
 /// control `Mutant::PhaseSaysHeavy` shows what that costs).
-#[cfg(not(feature = "membarrier"))]
+#[cfg(not(rcuref_membarrier))]
 fn assert_no_heavy_bit<const N: usize>(_rcu: &Rcu<N>) {
     #[cfg(rcuref_mutants)]
     assert_eq!(
@@ -171,7 +171,7 @@ fn readers_alone_do_not_decide() {
 
 /// With feature `membarrier` on Linux the first grace period finds membarrier and the
 /// mode is `Heavy`; the platform's fence counts as installed (a second one is refused).
-#[cfg(feature = "membarrier")]
+#[cfg(rcuref_membarrier)]
 #[test]
 fn membarrier_is_found_at_run_time() {
     if in_own_process("membarrier_is_found_at_run_time") {
@@ -188,7 +188,7 @@ fn membarrier_is_found_at_run_time() {
     );
     assert_eq!(install::<OneThread>(), Err(Error::Busy));
     assert!(!is_installed::<OneThread>());
-    #[cfg(feature = "membarrier")]
+    #[cfg(rcuref_membarrier)]
     assert!(
         is_installed::<rcuref::rcu::heavy::Membarrier>(),
         "found, so installed"
@@ -206,7 +206,7 @@ fn the_rcu_cases_in_the_decided_mode() {
     if in_own_process("the_rcu_cases_in_the_decided_mode") {
         return;
     }
-    let expect = if cfg!(feature = "membarrier") {
+    let expect = if cfg!(rcuref_membarrier) {
         FenceMode::Heavy
     } else {
         FenceMode::Full
@@ -247,7 +247,7 @@ fn no_reader_sees_freed_data_in_the_decided_mode() {
 /// `B` installs its fence and is held before it sets the mode; then this thread (`A`)
 /// installs another. Returns what `A`, `C` and `B` got, in that order, once `C` and then
 /// `B` have gone on.
-#[cfg(all(rcuref_mutants, not(feature = "membarrier")))]
+#[cfg(all(rcuref_mutants, not(rcuref_membarrier)))]
 mod two_installs_and_a_decision {
     use super::*;
     use rcuref::mutants::{set_pause_hook, Point};
@@ -325,7 +325,7 @@ mod two_installs_and_a_decision {
 /// Of two installs at once, the one refused as `Busy` is refused because the other's
 /// fence is in effect: the mode is heavy, even with a decision that had looked before
 /// either fence was set, and grace periods call the installed fence.
-#[cfg(all(rcuref_mutants, not(feature = "membarrier")))]
+#[cfg(all(rcuref_mutants, not(rcuref_membarrier)))]
 #[test]
 fn an_install_refused_as_busy_leaves_the_other_fence_in_effect() {
     if in_own_process("an_install_refused_as_busy_leaves_the_other_fence_in_effect") {
@@ -349,7 +349,7 @@ fn an_install_refused_as_busy_leaves_the_other_fence_in_effect() {
 /// The control: an install that answers `Busy` as soon as it finds a fence set (the
 /// first C install's code) lets the held decision record "full": A was told a fence is
 /// installed, and none is in effect.
-#[cfg(all(rcuref_mutants, not(feature = "membarrier")))]
+#[cfg(all(rcuref_mutants, not(rcuref_membarrier)))]
 #[test]
 fn negative_control_busy_before_the_mode_is_caught() {
     if in_own_process("negative_control_busy_before_the_mode_is_caught") {
@@ -377,7 +377,7 @@ fn negative_control_busy_before_the_mode_is_caught() {
 /// that issue no heavy fence, and the store-buffering torture must catch one reading
 /// freed data. (The real flip adds the bit only once the mode is heavy; the torture of
 /// `no_reader_sees_freed_data_in_the_decided_mode` runs that one.)
-#[cfg(all(rcuref_mutants, not(feature = "membarrier")))]
+#[cfg(all(rcuref_mutants, not(rcuref_membarrier)))]
 #[test]
 fn negative_control_a_phase_word_marked_heavy_in_the_full_mode_is_caught() {
     if in_own_process("negative_control_a_phase_word_marked_heavy_in_the_full_mode_is_caught") {

@@ -8,7 +8,7 @@
 //! `RUSTFLAGS="--cfg rcuref_asymmetric_fence" cargo test --features membarrier
 //! --test fence_api` fails to compile: "cannot find function `fence_mode` in module
 //! `rcuref::rcu::heavy`".
-#![cfg(feature = "auto-fence")]
+#![cfg(rcuref_auto_fence)]
 
 #[cfg(rcuref_asymmetric_fence)]
 rcuref::set_heavy_fence!(rcuref::rcu::heavy::Membarrier);

@@ -38,7 +38,7 @@
 #![cfg(all(
     rcuref_mutants,
     any(
-        feature = "auto-fence",
+        rcuref_auto_fence,
         rcuref_asymmetric_fence,
         rcuref_unsafe_assume_single_core
     ),
@@ -96,7 +96,7 @@ impl Wake for Count {
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let held = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    #[cfg(all(feature = "auto-fence", not(rcuref_asymmetric_fence)))]
+    #[cfg(all(rcuref_auto_fence, not(rcuref_asymmetric_fence)))]
     {
         let _ = rcuref::rcu::heavy::install::<OneThread>();
         assert_eq!(

@@ -11,7 +11,7 @@
 //!
 //! `cargo test --release --features std,membarrier --test std_wake_hook` (the
 //! run-time mode, decided heavy where membarrier exists).
-#![cfg(all(feature = "std", feature = "membarrier", not(rcuref_asymmetric_fence)))]
+#![cfg(all(feature = "std", rcuref_membarrier, not(rcuref_asymmetric_fence)))]
 
 use rcuref::rcu::heavy::{fence_mode, FenceMode};
 use rcuref::rcu::{std_sleeping, Rcu, Wakers};

@@ -7,7 +7,7 @@
 //!
 //! `RUSTFLAGS="--cfg rcuref_mutants" cargo test --release --features auto-fence
 //! --test waker_panic`
-#![cfg(all(feature = "auto-fence", not(rcuref_asymmetric_fence)))]
+#![cfg(all(rcuref_auto_fence, not(rcuref_asymmetric_fence)))]
 
 use rcuref::rcu::{Rcu, Wakers};
 use std::future::Future;

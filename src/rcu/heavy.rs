@@ -121,7 +121,7 @@
 //! # How it is checked
 //!
 //! loom cannot model a barrier that one thread forces on another, so the loom models
-//! cover the default mode only. This mode has a host torture of its own
+//! cover the full-fence mode only. This mode has a host torture of its own
 //! (`tests/asymmetric.rs`, `membarrier`): a reader whose announce is held in its store
 //! buffer behind writes to lines the writer owns, against a writer that unpublishes,
 //! waits and frees. It must see no freed data, and with the heavy fence skipped
@@ -154,7 +154,14 @@
 //! The cfg is a static choice: the binary promises a heavy fence. Where whether one
 //! exists is only known when the program runs (a Linux kernel with or without
 //! `membarrier`; firmware that sets up its IPI at boot), feature `auto-fence` lets the
-//! process decide once, as liburcu's memb flavour does at start-up:
+//! process decide once, as liburcu's memb flavour does at start-up. On a Linux target
+//! the default feature `membarrier` does the same with membarrier as the fence to find,
+//! so a default hosted build is in this mode; firmware's default build is the static
+//! full fence (nothing to find), and `default-features = false` makes it that on Linux
+//! too: the choice for a process under a seccomp filter that kills it on a system call
+//! the filter does not list, since the first grace period calls `membarrier` (a filter
+//! that answers `EPERM` or `ENOSYS` is fine: the mode is then decided full). This
+//! works as follows:
 //!
 //! * a reader reads one read-mostly word (on a line of its own where padding is on):
 //!   [`FenceMode::Heavy`] gets the compiler fence, anything else (not decided yet, or
@@ -171,7 +178,7 @@
 //!   30,000/s. What remains is the branch, in a section of about 1 ns.
 //! * a grace period's wait step acts only on the final mode: if nothing has decided
 //!   yet, it decides (`fence_mode`): `Heavy` if a fence was `install`ed, or, with
-//!   feature `membarrier` on Linux, if the kernel registers the process for
+//!   feature `membarrier` (default) on Linux, if the kernel registers the process for
 //!   `MEMBARRIER_CMD_PRIVATE_EXPEDITED`; `Full` otherwise. In `Heavy` it runs
 //!   everything described above; in `Full`, no heavy fence at all.
 //! * **the mode never changes once decided** (`install` then fails with
@@ -283,7 +290,7 @@ pub(crate) use auto::readers_skip_fence;
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum FenceMode {
     /// Readers issue a full fence after announcing a section; grace periods issue no
-    /// heavy fence (the default mode's costs).
+    /// heavy fence (the static full fence's costs).
     Full,
     /// Readers issue only a compiler fence; every wait of a grace period issues a heavy
     /// fence (the asymmetric mode's costs).
@@ -298,7 +305,7 @@ pub use auto::{fence_mode, install, is_installed};
 /// The read side's mode: with feature `auto-fence` where a static choice overrides it
 /// (`--cfg rcuref_asymmetric_fence`: always [`FenceMode::Heavy`]; loom: always
 /// [`FenceMode::Full`]), so that a crate that calls it at boot builds in every mode.
-#[cfg(all(feature = "auto-fence", not(rcuref_auto)))]
+#[cfg(all(rcuref_auto_fence, not(rcuref_auto)))]
 pub fn fence_mode() -> FenceMode {
     if cfg!(rcuref_heavy) {
         FenceMode::Heavy
@@ -314,7 +321,7 @@ pub fn fence_mode() -> FenceMode {
 ///
 /// # Errors
 /// Always, as above.
-#[cfg(all(feature = "auto-fence", not(rcuref_auto)))]
+#[cfg(all(rcuref_auto_fence, not(rcuref_auto)))]
 pub fn install<F: HeavyFence>() -> Result<(), crate::Error> {
     Err(if cfg!(rcuref_heavy) {
         crate::Error::Busy
@@ -403,7 +410,7 @@ mod auto {
     /// Finds a heavy fence of the platform, if there is one, and offers it as the
     /// fence (first come: an installed one stays). Idempotent; never blocks.
     fn detect() -> bool {
-        #[cfg(all(feature = "membarrier", target_os = "linux", not(miri)))]
+        #[cfg(all(rcuref_membarrier, not(miri)))]
         if super::membarrier::register() {
             let f = <super::Membarrier as super::HeavyFence>::heavy_fence as fn();
             let _ = CHOICE.0.fence.compare_exchange(
@@ -693,7 +700,7 @@ pub(crate) fn in_wait_step<const N: usize>(rcu: &super::Rcu<N>, g: u32, patient:
 /// before its load of the announcement, or makes the wait's next poll see the unlock:
 /// litmus `asym-wake-after-unlock-*`) and on one core (`--cfg
 /// rcuref_unsafe_assume_single_core`: an unlock in a handler or another task is ordered
-/// by the core's program order). False in the default mode on more than one core:
+/// by the core's program order). False in the full-fence mode on more than one core:
 /// nothing orders an unlock's store before its load of the announcement, so a wake can
 /// be missed, which a blocking sleep sleeps out (its bound) and a future cannot (no
 /// timeout): futures woken through `Wakers` re-poll there instead.
@@ -740,11 +747,11 @@ pub(crate) fn after_announce() {
 /// If the kernel offers neither the expedited command nor the global one
 /// (`MEMBARRIER_CMD_GLOBAL`, slower, used as a fallback): the contract cannot be met, so
 /// this build of the binary cannot run there.
-#[cfg(all(feature = "membarrier", target_os = "linux"))]
+#[cfg(rcuref_membarrier)]
 #[cfg_attr(docsrs, doc(cfg(all(feature = "membarrier", target_os = "linux"))))]
 pub struct Membarrier;
 
-#[cfg(all(feature = "membarrier", target_os = "linux"))]
+#[cfg(rcuref_membarrier)]
 mod membarrier {
     /// Registers the process for the expedited command (idempotent): whether the kernel
     /// offers it. What `auto-fence` asks before it picks the heavy mode.

@@ -223,7 +223,7 @@
 //!   future registers its waker, announces itself as a sleeping wait does
 //!   ([`Waiting::sleep`]) and is not polled again until an unlock of the section it
 //!   waits for wakes it. It does so only where no wake can be lost (the heavy mode,
-//!   static or decided at run time; one core) and only readers hold the grace period; in the default mode on
+//!   static or decided at run time; one core) and only readers hold the grace period; in the full-fence mode on
 //!   more than one core, with a full set or no wake hook, it re-polls as `wait` does
 //!   ([`Wakers`] gives the rules). **Never
 //!   await a grace period while holding a guard of the same domain**, in the same task

@@ -338,7 +338,7 @@ impl<'c, 'd, const N: usize> Waiting<'c, 'd, N> {
     ///   semaphore, a `wfe` (the event register), a generation number read before this
     ///   call (`std_sleeping` does that), not a bare condition variable.
     /// * **It must also return after a bound of its own** (a timeout: a tick, a
-    ///   millisecond): in the default mode a reader's unlock can miss the announcement
+    ///   millisecond): in the full-fence mode a reader's unlock can miss the announcement
     ///   in a window of a few instructions (nothing orders the unlock's store before its
     ///   load of the announcement; a fence there would cost every unlock), and the wait
     ///   then sleeps out that bound. In the heavy mode (`--cfg rcuref_asymmetric_fence`,
@@ -354,7 +354,7 @@ impl<'c, 'd, const N: usize> Waiting<'c, 'd, N> {
     ///   can lose a wake, falls back on.
     ///
     /// The loom models in `tests/loom_wake.rs` run this and the unlock's wake: loom finds
-    /// the default mode's missed wake-up; with the unlock ordered before the announcement
+    /// the full-fence mode's missed wake-up; with the unlock ordered before the announcement
     /// or after the sleep began, and with the heavy fence modelled (the reader's core
     /// taking it before the unlock's store, between the store and the load, or after),
     /// none is missed, and a bounded sleep ends the wait in every case. With a second

@@ -160,7 +160,7 @@ impl WakerCell {
 ///
 /// **When it re-polls instead** (wakes its own task, as
 /// [`GpCookie::wait`](super::GpCookie::wait) does):
-/// * where an unlock can miss the announcement: the default mode on more than one core
+/// * where an unlock can miss the announcement: the full-fence mode on more than one core
 ///   (nothing orders an unlock's store before its load of the announcement, and a
 ///   future has no timeout to sleep out a missed wake as a blocking sleep does). Only
 ///   in the heavy mode (`--cfg rcuref_asymmetric_fence`, or feature `auto-fence`

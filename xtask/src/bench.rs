@@ -278,12 +278,14 @@ fn cores() -> usize {
 /// The builds a benchmark runs in.
 #[derive(Clone, Copy, PartialEq)]
 enum Build {
-    /// The default mode: readers' full fence.
+    /// The static full fence (the bench crate takes rcuref without its default
+    /// features): readers' full fence.
     Plain,
     /// `--cfg rcuref_asymmetric_fence` with membarrier (its own target dir).
     Asym,
-    /// Feature `membarrier` without the cfg: the fence chosen at run time (`auto-fence`),
-    /// heavy where the kernel has membarrier (its own target dir).
+    /// Feature `membarrier` without the cfg: the fence chosen at run time, heavy where
+    /// the kernel has membarrier, as the library's default build on Linux is (its own
+    /// target dir).
     Auto,
 }
 
@@ -608,9 +610,12 @@ fn c_read_rows(root: &Path, how: &str) -> Result<String, String> {
                 "rcuref_rcu_read_lock+unlock, current context (C)",
                 field(&c, "current")?,
             ),
-            ("rcuref Reader lock+unlock (Rust)", field(&r, "reader")?),
             (
-                "rcuref Reader lock+unlock, fence chosen at run time: membarrier (Rust)",
+                "rcuref Reader lock+unlock, static full fence (Rust, no default features)",
+                field(&r, "reader")?,
+            ),
+            (
+                "rcuref Reader lock+unlock, the default build on Linux: fence chosen at run time, membarrier (Rust)",
                 field(&ra, "reader")?,
             ),
         ] {
@@ -645,15 +650,19 @@ fn urcu_rows(root: &Path, how: &str) -> Result<String, String> {
     let auto = bench_bin(root, "gp", Build::Auto)?;
     let who: [(&str, &Path, &str); 5] = [
         ("liburcu memb", &memb, "urcu"),
-        ("rcuref, sleeping wait (std_sleeping)", &plain, "urcu"),
+        (
+            "rcuref static full fence (no default features), sleeping wait (std_sleeping)",
+            &plain,
+            "urcu",
+        ),
         ("rcuref asymmetric fences, sleeping wait", &asym, "urcu"),
         (
-            "rcuref fence chosen at run time (membarrier), sleeping wait",
+            "rcuref default on Linux: fence chosen at run time (membarrier), sleeping wait",
             &auto,
             "urcu",
         ),
         (
-            "rcuref, yielding wait (forever(yield_now))",
+            "rcuref static full fence, yielding wait (forever(yield_now))",
             &plain,
             "urcu-yield",
         ),

@@ -35,16 +35,18 @@ pub fn all(run: &mut Run) {
         &[("CARGO_TARGET_DIR", "target/clippy")],
     );
     run.cargo(
-        "lint: clippy on the library and its tests with the fence chosen at run time \
-         (membarrier, auto-fence), warnings denied",
+        "lint: clippy on the library and its tests with the static full fence (no \
+         default features; the step above has the default, the fence chosen at run time), \
+         warnings denied",
         Expect::NoTests,
         &[
             "clippy",
             "-p",
             "rcuref",
             "--all-targets",
+            "--no-default-features",
             "--features",
-            "std,membarrier",
+            "std",
             "--",
             "-D",
             "warnings",

@@ -89,6 +89,7 @@ pub fn test(args: &[String]) -> Result<(), String> {
         steps::Run::new("test")
     };
     host::tests(&mut run);
+    host::static_full(&mut run);
     lint::all(&mut run);
     publishing::checks(&mut run, &msrv, !quick);
     host::loom(&mut run);
