@@ -9,7 +9,11 @@
 //!   whose announce is still in its core's store buffer while it reads, against a
 //!   writer that unpublishes, waits for a grace period and frees; with the heavy fence
 //!   skipped (the broken variant) a reader must be caught reading freed data;
-//! * the same on a 3-bit counter with a reader that registers for each section, so
+//!   The writer takes its cookies at every point of a grace period (the counter moved
+//!   on by 0 to 3 steps before each unpublish), so a cookie that counted a grace
+//!   period's second, unfenced wait as its first (`Mutant::UnalignedCookies`) must be
+//!   caught too;
+//! * the same on a 4-bit counter with a reader that registers for each section, so
 //!   that waits often find the domain empty and write no heavy-fence mark: a mark left
 //!   from the counter's last lap must not be trusted (`Mutant::MarkKeptAcrossLaps`
 //!   must be caught).
@@ -117,14 +121,15 @@ fn no_reader_sees_freed_data_with_the_heavy_fence() {
     assert_eq!(store_buffering_torture(200_000), 0);
 }
 
-/// The store-buffering torture on a 3-bit counter (waits 1, 3, 5, 7: a lap is two
-/// grace periods), with a reader that claims a slot for each section (`reader`, as
+/// The store-buffering torture on a 4-bit counter (a lap is four grace periods, whose
+/// first waits 1, 5, 9, 13 issue the heavy fences), with a reader that claims a slot for each section (`reader`, as
 /// `Rcu::with_reader` does), so that between its sections every slot is free and the writer's waits skip the heavy
 /// fence and write no mark.
 ///
 /// Each round: while the reader is between sections, the writer drives the counter
 /// round to just before the last wait it fenced (a lap of waits that find the domain
-/// empty); then it lets the reader go and, as the reader claims its slot and enters,
+/// empty: the smallest counter on which the mode's cookies, up to 7 steps ahead, still
+/// tell ahead from behind); then it lets the reader go and, as the reader claims its slot and enters,
 /// unpublishes a buffer, waits for a grace period and frees it. The reader holds its
 /// section for 30 µs and then checks the buffer it loaded. Without the reset of the mark
 /// when the counter enters a half, the first wait of that grace period reads the last
@@ -146,7 +151,7 @@ fn lap_torture(rounds: u32) -> (u32, u32) {
         }
     }
     let _restore = Restore;
-    rcuref::mutants::set_gp_bits(3);
+    rcuref::mutants::set_gp_bits(4);
     let rcu: Rcu<2> = Rcu::new(); // after the width is set, as `set_gp_bits` asks
 
     // Each flag on a line of its own, at the same offsets in every process. On the
@@ -209,8 +214,8 @@ fn lap_torture(rounds: u32) -> (u32, u32) {
             }
         });
         let _done = Raise(&done);
-        // The last wait fenced: a grace period with the reader inside fences its second
-        // wait at least.
+        // The last wait fenced: a grace period with the reader inside fences its first
+        // wait.
         let mut last_fenced = None;
         for n in 1..=rounds {
             await_reader(&|| left.load(Acquire) == n - 1);
@@ -219,7 +224,7 @@ fn lap_torture(rounds: u32) -> (u32, u32) {
             }
             if let Some(w) = last_fenced {
                 // Round to the flip before `w` with every slot free: no fence, no mark.
-                let to: u32 = (w + 7) & 7;
+                let to: u32 = (w + 15) & 15;
                 loop {
                     let g = rcu.gp_counter();
                     if g == to {
@@ -227,7 +232,7 @@ fn lap_torture(rounds: u32) -> (u32, u32) {
                     }
                     // At most a grace period at a time: a target further ahead reads
                     // as one from the past.
-                    poll_to((g + ((to + 8 - g) & 7).min(4)) & 7);
+                    poll_to((g + ((to + 16 - g) & 15).min(4)) & 15);
                 }
             }
             go.store(n, Release);
@@ -236,15 +241,15 @@ fn lap_torture(rounds: u32) -> (u32, u32) {
             let new = 1 - old;
             bufs[new].store(LIVE, Release);
             current.store(new, Release); // publish new, unpublish old
-            let start = rcu.gp_counter();
             let cookie = rcu.start_poll();
             while !cookie.poll() {
                 std::hint::spin_loop();
             }
             bufs[old].store(FREED, Release);
-            // The grace period's second wait had the reader inside (its section lasts
-            // longer than a grace period), so it was fenced and left the mark.
-            last_fenced = Some((start + 3) & 7);
+            // The cookie's first wait (3 steps before its target: the grace period's
+            // first) had the reader inside (its section lasts longer than a grace
+            // period), so it was fenced and left the mark.
+            last_fenced = Some(cookie.into_raw().wrapping_sub(3) & 15);
         }
     });
     (bad.load(Relaxed), sections.load(Relaxed))
@@ -309,6 +314,26 @@ mod negative_controls {
                 2_000_000
             )),
             "a grace period without the heavy fence was not caught"
+        );
+    }
+
+    /// A cookie taken in the middle of a grace period that counts its second wait,
+    /// which issues no heavy fence, as its own first: the torture (cookies at every point
+    /// of a grace period) must catch a reader reading a freed buffer.
+    #[test]
+    fn catches_unaligned_cookies() {
+        let _serial = serial();
+        assert!(
+            // Only the rounds whose cookie is taken inside a grace period can show it,
+            // and a run of 2,000,000 rounds (about 12 s here) caught it 0 to 4 times on
+            // a 2-core EPYC VM (one run in four caught nothing), so runs go on, stopping
+            // at the first catch, for up to 4 minutes.
+            caught_within(
+                Mutant::UnalignedCookies,
+                std::time::Duration::from_secs(240),
+                || store_buffering_torture(2_000_000)
+            ),
+            "a cookie counting an unfenced wait as its first was not caught"
         );
     }
 

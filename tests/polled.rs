@@ -74,6 +74,11 @@ fn domain_at(g: u32) -> &'static Rcu<2> {
     d
 }
 
+/// `Rcu::ACTIVE_COOKIES` (3) bounds the unfinished cookies with distinct targets in
+/// every build, and is tight where cookies are a grace period from the next flip. Where
+/// heavy fences may run (`rcuref_fences`: the default build on Linux, feature
+/// `auto-fence`, the asymmetric-fence cfg) targets are aligned to grace periods
+/// (multiples of 4), and two is the most.
 #[test]
 fn at_most_three_unfinished_cookies_have_distinct_targets() {
     let _x = exclusive();
@@ -96,7 +101,60 @@ fn at_most_three_unfinished_cookies_have_distinct_targets() {
         );
         most = most.max(unfinished.len());
     }
-    assert_eq!(most, Rcu::<2>::ACTIVE_COOKIES, "the bound is not tight");
+    let tight = if cfg!(rcuref_fences) {
+        2
+    } else {
+        Rcu::<2>::ACTIVE_COOKIES
+    };
+    assert_eq!(most, tight, "the bound is not what this build gives");
+}
+
+/// One poll with no reader in the way ends the grace period of a cookie taken at any
+/// point of the counter (`MAX_TRIES` attempts: up to 7 steps where heavy fences may
+/// run, 5 elsewhere).
+#[test]
+fn one_poll_ends_a_fresh_cookie_with_no_reader() {
+    let _x = exclusive();
+    // (Not 0xFFFF_FFFF: that raw cookie is `completed`. The targets of 0xFFFF_FFFA to
+    // 0xFFFF_FFFE cross the wrap.)
+    for g in (0u32..16).chain(0xFFFF_FFF0..0xFFFF_FFFF) {
+        let d: &'static Rcu<2> = leak(Rcu::new_at(g & !1));
+        // An odd `g`: the flip onto the wait, and no further (the target is reached).
+        assert!(d.cookie_from_raw(g).poll());
+        assert_eq!(d.gp_counter(), g);
+        let c = d.start_poll();
+        assert!(
+            c.poll(),
+            "at {g:#x}: one poll did not end {:#x}",
+            c.into_raw()
+        );
+    }
+}
+
+/// Every cookie counts two whole waits that begin after it was taken (the two before
+/// its target), whatever the counter was doing: flipping, waiting, or between. Where
+/// heavy fences may run, its target is also the end of a grace period (a multiple of
+/// 4), so its first wait is a grace period's first, the one that issues the heavy fence
+/// (`src/rcu/heavy.rs`, "One fence per grace period"), and it is at most 7 steps ahead.
+#[test]
+fn every_cookie_counts_two_whole_waits_after_it() {
+    let _x = exclusive();
+    for g in (0u32..24).chain(0xFFFF_FFF0..=0xFFFF_FFFF) {
+        let target = domain_at(g).start_poll().into_raw();
+        let ahead = target.wrapping_sub(g);
+        let first = target.wrapping_sub(3);
+        assert_eq!(first & 1, 1, "at {g:#x}: target {target:#x}");
+        assert!(
+            (1..=4).contains(&first.wrapping_sub(g)),
+            "at {g:#x}: target {target:#x} counts a wait begun before it"
+        );
+        if cfg!(rcuref_fences) {
+            assert_eq!(target & 3, 0, "at {g:#x}: target {target:#x} not aligned");
+            assert!((4..=7).contains(&ahead), "at {g:#x}: {ahead} steps ahead");
+        } else {
+            assert_eq!(ahead, 4 + (g & 1), "at {g:#x}");
+        }
+    }
 }
 
 #[test]

@@ -124,8 +124,8 @@
 #define RCUREF_FENCE_FULL 0
 
 /**
- * `rcuref_fence_mode`: readers run only a compiler barrier, and every wait of a grace
- * period runs the heavy fence.
+ * `rcuref_fence_mode`: readers run only a compiler barrier, and the first wait of
+ * every grace period runs the heavy fence.
  */
 #define RCUREF_FENCE_HEAVY 1
 
@@ -214,7 +214,8 @@ typedef struct rcuref_read_token {
  * core one before and one after (an IPI to every other core whose handler runs a
  * barrier, and waits for them all; Linux's `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`).
  * Called from the waits of a grace period (never from a read section or an interrupt
- * handler that the library runs), about twice per grace period.
+ * handler that the library runs), about once per grace period (at its first wait), and
+ * once more for a wait that sleeps.
  */
 typedef void (*rcuref_heavy_fence_fn)(void);
 
@@ -699,8 +700,9 @@ int32_t rcuref_up_read(struct rcuref_read_token *t);
 
 /**
  * Installs `fence` as the heavy fence and makes the read side's mode heavy: from then
- * on readers run only a compiler barrier after announcing a section, and every wait of
- * a grace period calls `fence` (about twice per grace period). Call it at boot, once `fence` works (its IPI is set
+ * on readers run only a compiler barrier after announcing a section, and the first wait
+ * of every grace period calls `fence` (about once per grace period, and once more for a
+ * wait that sleeps). Call it at boot, once `fence` works (its IPI is set
  * up), before the first grace period; readers that entered before it used the full
  * fence, which stays correct. `fence` must keep its contract (`rcuref_heavy_fence_fn`)
  * for the rest of the program: the mode never changes back.

@@ -123,6 +123,12 @@ mutants! {
     /// RCU, asymmetric mode: grace periods skip the heavy fence, so readers (which have
     /// only a compiler fence) may announce themselves too late.
     SkipHeavyFence,
+    /// RCU, where heavy fences run: a cookie's target is a whole grace period from the
+    /// next flip, as without heavy fences, while only the first wait of each grace
+    /// period (counter `% 4 == 1`) issues one: a cookie taken in the middle of a grace
+    /// period counts that grace period's second, unfenced wait as its first, and a
+    /// reader whose announcement is still in its store buffer slips past both waits.
+    UnalignedCookies,
     /// RCU, feature `auto-fence`: the read side's mode changes whenever `heavy::install`
     /// is called (to heavy, or back to full if it was heavy), with readers inside their
     /// sections: a reader that entered with a compiler fence meets a wait that read
@@ -330,6 +336,9 @@ mod hooks {
         Mutant::ALL[ACTIVE.load(Ordering::Relaxed) as usize]
     }
 
+    /// The narrowest grace-period counter [`set_gp_bits`] accepts in this build.
+    pub const MIN_GP_BITS: u32 = crate::rcu::encoding::MIN_GP_BITS;
+
     /// The phase word's heavy bit (`Rcu::phase_word`), for tests of what a flip stores.
     #[cfg(rcuref_auto)]
     pub const PHASE_HEAVY: u32 = crate::rcu::encoding::PHASE_HEAVY;
@@ -361,11 +370,15 @@ mod hooks {
 
     static GP_MASK: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(u32::MAX);
 
-    /// Shrinks the RCU grace-period counter to `bits` bits (at least 3), so that tests can go
-    /// round a whole lap of it quickly; 32 restores the real width. Select it before
-    /// creating the domain, and only with no grace period in flight.
+    /// Shrinks the RCU grace-period counter to `bits` bits (at least [`MIN_GP_BITS`]: 3,
+    /// or 4 where heavy fences may run and a cookie can be 7 steps ahead), so that tests
+    /// can go round a whole lap of it quickly; 32 restores the real width. Select it
+    /// before creating the domain, and only with no grace period in flight.
     pub fn set_gp_bits(bits: u32) {
-        assert!((3..=32).contains(&bits));
+        assert!(
+            (MIN_GP_BITS..=32).contains(&bits),
+            "a counter of {bits} bits: this build needs {MIN_GP_BITS} to 32"
+        );
         let m = if bits == 32 {
             u32::MAX
         } else {

@@ -151,13 +151,17 @@ pub(crate) fn late_reset<const N: usize>(rcu: &Rcu<N>, g: u32, next: u32) {
 }
 
 /// `heavy::in_wait_step` with the variants of its marks: `HeavyFenceEveryScan` (no
-/// fence shared), `FenceEmptyDomain` (a fence though every slot is free),
+/// fence shared: a fence at every scan of every wait, the design before the marks),
+/// `FenceEmptyDomain` (a fence though every slot is free),
 /// `ImpatientWaiters` (a blocking waiter fences beside another driver's fence) and
 /// `FencedBeforeHeavyFence` (marked returned before the fence has run).
 #[cfg(rcuref_fences)]
 pub(crate) fn in_wait_step<const N: usize>(rcu: &Rcu<N>, g: u32, patient: bool) -> bool {
     use crate::sync::Ordering::{Acquire, Relaxed};
     let marks = &rcu.fences.0;
+    if !super::encoding::is_first_wait(g) && !mutant!(HeavyFenceEveryScan) {
+        return true;
+    }
     if marks.returned.load(Acquire) == g && !mutant!(HeavyFenceEveryScan) {
         return true;
     }

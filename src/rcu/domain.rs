@@ -243,9 +243,11 @@ impl<const N: usize> Rcu<N> {
     /// How many unfinished cookies with distinct targets a domain can have at once (3):
     /// a table of cookies this long, keeping the newest of each target, covers every
     /// grace period in flight (Linux's `NUM_ACTIVE_RCU_POLL_OLDSTATE`, which is 2 there).
-    /// The targets are the even counter values one to five steps ahead: three while a
-    /// wait is in progress, two otherwise (`tests/polled.rs` counts them on every value
-    /// of a small counter).
+    /// Without heavy fences the targets are the even counter values one to five steps
+    /// ahead: three while a wait is in progress, two otherwise. Where heavy fences may
+    /// run (the default build on Linux, `auto-fence`, the asymmetric-fence cfg) they
+    /// are the multiples of 4 up to seven steps ahead: two (`tests/polled.rs` counts them
+    /// on every value of a small counter).
     pub const ACTIVE_COOKIES: usize = super::encoding::ACTIVE_COOKIES;
 
     /// Takes a cookie that is done once every read section running now has ended

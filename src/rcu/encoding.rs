@@ -33,9 +33,31 @@ pub(crate) const fn phase_of(v: u32) -> u32 {
 
 /// Steps of `gp` per grace period: flip, wait, flip, wait.
 pub(crate) const STEPS_PER_GP: u32 = 4;
-/// A cookie is at most this many steps ahead of `gp` (a wait in progress adds one), and
-/// `gp` never moves backwards, so a target further ahead than this is in the past.
+/// A cookie is at most this many steps ahead of `gp`, and `gp` never moves backwards,
+/// so a target further ahead than this is in the past. Where heavy fences may run
+/// (`rcuref_fences`) a cookie's target is the end of the first grace period whose first
+/// wait comes after it (`gp::cookie_target`): up to 7 steps ahead. Elsewhere a whole
+/// grace period from the next flip: 4 steps, one more while a wait is in progress.
+#[cfg(rcuref_fences)]
+pub(crate) const MAX_AHEAD: u32 = STEPS_PER_GP + 3;
+/// See above: the build without heavy fences.
+#[cfg(not(rcuref_fences))]
 pub(crate) const MAX_AHEAD: u32 = STEPS_PER_GP + 1;
+/// The counter's narrowest width in test builds (`mutants::set_gp_bits`): each half of
+/// its range (the lap guard's) must be longer than `MAX_AHEAD`, or a target ahead could
+/// not be told from one behind.
+#[cfg(rcuref_hooks)]
+pub(crate) const MIN_GP_BITS: u32 = if MAX_AHEAD < 4 { 3 } else { 4 };
+
+/// Whether a wait step at `g` (odd) is the first of a grace period that ends at a
+/// multiple of `STEPS_PER_GP` (`g % 4 == 1`), rather than its second (`g % 4 == 3`).
+/// Where heavy fences run, only first waits need one (`heavy`'s module docs, "One fence
+/// per grace period").
+#[cfg(rcuref_fences)]
+#[inline(always)]
+pub(crate) const fn is_first_wait(g: u32) -> bool {
+    g & 3 == 1
+}
 /// The raw cookie that is always done ([`Rcu::completed`](super::Rcu::completed), Linux's
 /// `RCU_GET_STATE_COMPLETED`): `u32::MAX`, odd, and a real target is always even
 /// (`start_poll` adds `STEPS_PER_GP` to an even counter and one more to an odd one), so
@@ -43,13 +65,16 @@ pub(crate) const MAX_AHEAD: u32 = STEPS_PER_GP + 1;
 /// to each odd value with `cookie_from_raw`, and a completed 1 stopped them.) Compared
 /// before the counter's mask, which in test builds is narrower than 32 bits.
 pub(crate) const COMPLETED: u32 = u32::MAX;
-/// Unfinished cookies a domain can have at once with distinct targets: the even targets
-/// 1 to `MAX_AHEAD` steps ahead of the counter (three while a wait is in progress, two
-/// otherwise); Linux's `NUM_ACTIVE_RCU_POLL_OLDSTATE`.
+/// Unfinished cookies a domain can have at once with distinct targets: without heavy
+/// fences, the even targets 1 to `MAX_AHEAD` steps ahead of the counter (three while a
+/// wait is in progress, two otherwise); with them, the multiples of 4 up to 7 steps
+/// ahead (two). One bound for every build; Linux's `NUM_ACTIVE_RCU_POLL_OLDSTATE`.
 pub(crate) const ACTIVE_COOKIES: usize = 3;
-/// Attempts one `poll` makes at most: a whole grace period from any point, with room for
-/// compare-exchanges lost to other drivers (each of which is progress too). This is what
-/// keeps `poll` from ever looping for long, whatever cookie it is given.
+/// Attempts one `poll` makes at most: a fresh cookie's whole distance (`MAX_AHEAD`, 5 or
+/// 7 steps) from any point, with room for compare-exchanges lost to other drivers (each
+/// of which is progress too), so that one poll with no reader in the way ends any fresh
+/// cookie's grace period (`tests/polled.rs`). This is what keeps `poll` from ever
+/// looping for long, whatever cookie it is given.
 pub(crate) const MAX_TRIES: u32 = 2 * STEPS_PER_GP;
 
 /// The counter's width as a mask: all 32 bits, except in test builds that shrink it to

@@ -244,10 +244,24 @@ fn old_phase_online<const N: usize>(rcu: &Rcu<N>, g: u32) -> bool {
 /// The target of a cookie taken when the counter read `g`: a whole grace period (two
 /// flips and two waits) from the next flip. A wait already in progress (odd `g`) started
 /// before the caller's unpublish, so it does not count.
+///
+/// Where heavy fences may run (`rcuref_fences`), the target is the end of the first
+/// grace period that *begins* after `g`: the next multiple of 4 beyond `g`, plus 4
+/// (4, 7, 6 or 5 steps for `g % 4` = 0, 1, 2, 3). So the first wait a cookie counts is
+/// always a first wait (`g % 4 == 1`), the only waits that issue a heavy fence (`heavy`'s
+/// module docs, "One fence per grace period"): one `membarrier` per grace period, where
+/// liburcu's memb issues two. The price: a cookie taken in the middle of a grace period
+/// waits for one more wait than it would otherwise (at most 7 steps instead of 5).
 #[inline(always)]
 pub(super) fn cookie_target(g: u32) -> u32 {
     divert!(SingleFlip => plus(g, STEPS_PER_GP / 2 + (g & 1)));
     divert!(CookieCountsWaitInProgress => plus(g, STEPS_PER_GP));
+    #[cfg(rcuref_fences)]
+    {
+        divert!(UnalignedCookies => plus(g, STEPS_PER_GP + (g & 1)));
+        plus(g, STEPS_PER_GP + (g.wrapping_neg() & 3))
+    }
+    #[cfg(not(rcuref_fences))]
     plus(g, STEPS_PER_GP + (g & 1))
 }
 

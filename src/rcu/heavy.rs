@@ -27,31 +27,64 @@
 //! reads; a wait step runs a full fence, then scans the slots: one of the two sees the
 //! other (the store-buffering argument of the module docs). In this mode the reader's
 //! fence is only a compiler fence, so its store may still sit in its core's store
-//! buffer while it reads. A wait step therefore runs the heavy fence between its own
-//! full fence and its scan: the barrier it forces on the reader's core either comes
+//! buffer while it reads. A wait step (the first of each grace period: below) therefore
+//! runs the heavy fence between its own full fence and its scan: the barrier it forces on the reader's core either comes
 //! after the reader's announce (which is then visible to the scan) or before the
 //! reader's loads (which then see the unpublish, which was visible before the heavy
 //! fence began). Unlocks and every slot store stay `Release` and scans `Acquire`, so
 //! the ordering of a finished section before reclamation is unchanged.
 //!
-//! # One fence per wait
+//! # One fence per grace period
 //!
-//! The argument above needs, before a scan of the wait at counter value `g`, a heavy
-//! fence that **began** once the counter had reached `g` (so after every unpublish that
-//! a cookie counting this wait covers) and has **returned**. Whose it is does not
-//! matter. A driver records `g` in the domain's `returned` mark (`Release`) after its
-//! heavy fence for `g` returns; a driver that reads `returned == g` (`Acquire`) scans
-//! without a fence of its own: each reader's forced barrier happens before that return,
-//! the return before the store, the store before this scan. So a grace period costs two
-//! heavy fences (one per wait) however many drivers take part and however often a
-//! blocking wait rescans while a reader holds it, as liburcu's `synchronize_rcu` issues
-//! two. A driver that finds the mark not yet at `g` while another's fence for `g` is
-//! under way (the `begun` hint) issues its own if it is `poll` (which never blocks);
-//! a blocking wait instead ends that attempt without scanning and comes back after its
-//! back-off, for up to `PATIENCE` attempts, after which it fences for itself (so a
-//! driver stopped inside its fence delays the others by a bounded time, never for
-//! ever). Two concurrent `synchronize` calls then cost two heavy fences per grace
-//! period, not four (`docs/bench/REPORT.md`, grace-period throughput). A blocking wait
+//! The argument above needs a heavy fence that began after the caller's unpublish and
+//! returned before the scan; it needs one only at the **first** wait a cookie counts,
+//! not at both. Take a reader whose section's loads do not see the unpublish. They come
+//! before the barrier that the fence preceding the first wait's completing scan forced
+//! on its core, so its announcement (earlier in its program) does too, and is visible
+//! to that scan; the scan's step, and every step after it, is a `SeqCst`
+//! compare-exchange that the next driver reads, so the announcement is visible to the
+//! second wait's scan as well, heavy fence or not. The reader recorded one phase, and
+//! one of the two waits waits for that phase: that wait ends only on a scan that read
+//! the slot past the announcement (the unlock, or a later section's store: all
+//! `Release`, read with `Acquire`), so the section's loads happen before the reclaim.
+//! A reader whose loads do see the unpublish needs no waiting at all.
+//!
+//! So a grace period's second wait needs a heavy fence only for a cookie that counts
+//! it as its first: one taken in the middle of a grace period. Where heavy fences may
+//! run, cookies are therefore aligned to grace periods: a cookie's target is the end
+//! of the first grace period that begins after it (a multiple of 4; `gp::cookie_target`),
+//! every grace period's first wait is at a counter value `g % 4 == 1`, and only those
+//! waits issue heavy fences. A grace period costs **one** heavy fence where liburcu's
+//! memb issues two `membarrier`s (its second orders its readers' unlocks before the
+//! free, which are plain stores there and `Release` stores here). The price is latency
+//! for a cookie taken mid-grace-period: up to 7 steps instead of 5, one more wait. The
+//! claim is the litmus tests `asym-second-wait-unfenced-in-section` and
+//! `-after-loads` (a reader that recorded the first wait's new phase while its load
+//! still read the old pointer is caught by the unfenced second wait), with the twins
+//! `+no-heavy-fence` and `+unaligned-cookie` (`Mutant::UnalignedCookies`: a cookie that
+//! counts the unfenced wait first is not safe); `tests/heavy_fence_placement.rs`
+//! checks that every cookie's first wait is fenced after the cookie was taken, and
+//! the store-buffering torture of `tests/asymmetric.rs` takes cookies at every point of
+//! a grace period and must catch `UnalignedCookies`.
+//!
+//! # One fence per first wait, whoever drives it
+//!
+//! The argument above needs, before a scan of the first wait at counter value `g`, a
+//! heavy fence that **began** once the counter had reached `g` (so after every
+//! unpublish that a cookie counting this wait covers) and has **returned**. Whose it is
+//! does not matter. A driver records `g` in the domain's `returned` mark (`Release`)
+//! after its heavy fence for `g` returns; a driver that reads `returned == g`
+//! (`Acquire`) scans without a fence of its own: each reader's forced barrier happens
+//! before that return, the return before the store, the store before this scan. So a
+//! grace period costs one heavy fence however many drivers take part and however often
+//! a blocking wait rescans while a reader holds it. A driver that finds the mark not
+//! yet at `g` while another's fence for `g` is under way (the `begun` hint) issues its
+//! own if it is `poll` (which never blocks); a blocking wait instead ends that attempt
+//! without scanning and comes back after its back-off, for up to `PATIENCE` attempts,
+//! after which it fences for itself (so a driver stopped inside its fence delays the
+//! others by a bounded time, never for ever). Two concurrent `synchronize` calls then
+//! cost one heavy fence per grace period, not two (`docs/bench/REPORT.md`, grace-period
+//! throughput). A blocking wait
 //! whose hook sleeps ([`Waiting::sleep`](super::Waiting::sleep)) while another driver's
 //! fence for its wait is under way sleeps until that fence returns, instead of
 //! spinning beside it: the returning driver (returning or unwinding) runs a full fence
@@ -116,7 +149,7 @@
 //! `asym-empty-domain-skips-the-fence`, and its twin without the claim's fence). On
 //! x86 the claim's compare-exchange is a full barrier by itself, so only the litmus
 //! twin can show what the fence is for; `tests/heavy_fence_placement.rs` counts the
-//! fences (none for a domain with no slot claimed, two per grace period with one).
+//! fences (none for a domain with no slot claimed, one per grace period with one).
 //!
 //! # How it is checked
 //!
@@ -127,18 +160,19 @@
 //! waits and frees. It must see no freed data, and with the heavy fence skipped
 //! (`Mutant::SkipHeavyFence`) it must, which it does within one run here. The RCU
 //! test bodies also run unchanged in this mode. Where the fence sits is checked with
-//! two drivers (`tests/heavy_fence_placement.rs`): every scan must follow a heavy fence
-//! of its own context begun once the counter had reached that wait, including a scan
-//! of a wait the driver learnt of from a failed exchange; a fence issued only by
-//! whoever flipped the counter, or before the flip, or after the scan, fails it (each
-//! tried by hand).
+//! two drivers (`tests/heavy_fence_placement.rs`): every scan of a first wait must
+//! follow a heavy fence begun once the counter had reached that wait, including a scan
+//! of a wait the driver learnt of from a failed exchange, and every cookie's first wait
+//! a fence begun after the cookie was taken; a fence issued only by whoever flipped the
+//! counter, or before the flip, or after the scan, fails it (each tried by hand), and so
+//! do unaligned cookies (`Mutant::UnalignedCookies`).
 //!
 //! On two-hart RISC-V in QEMU (rv32 and rv64) the test firmware's heavy fence is an IPI
 //! through the CLINT, as a kernel would write it (`targets/firmware/src/hart.rs`), and
 //! the RCU suite, the two-hart torture and its broken-grace-period control run in this
-//! mode. There a test checks the fence where it must happen: at every wait of a grace
-//! period the other hart runs the fence handler while the counter stands at that wait
-//! (with the fence skipped, none does: its control). What a skipped fence does to
+//! mode. There a test checks the fence where it must happen: at the first wait of every
+//! grace period the other hart runs the fence handler while the counter stands at that
+//! wait (with the fence skipped, none does: its control). What a skipped fence does to
 //! readers is not reached there: a store-buffering torture of the host's shape read no
 //! freed data in 100,000 rounds without the fence, although QEMU does show store
 //! buffering in a bare litmus test (0.5-2% of rounds in release builds, none in debug
@@ -146,8 +180,9 @@
 //! to scanning outlasts the reader's store-buffer drain.
 //!
 //! Cost: a read section loses its only barrier (x86: no locked instruction at all);
-//! every wait pays one heavy fence (two per grace period; `membarrier` takes
-//! microseconds). Worth it where reads vastly outnumber grace periods.
+//! every grace period pays one heavy fence (`membarrier` takes microseconds), and a
+//! cookie taken in the middle of a grace period waits for the next one (up to 7 steps
+//! of the counter instead of 5). Worth it where reads vastly outnumber grace periods.
 //!
 //! # Chosen at run time (feature `auto-fence`)
 //!
@@ -292,7 +327,7 @@ pub enum FenceMode {
     /// Readers issue a full fence after announcing a section; grace periods issue no
     /// heavy fence (the static full fence's costs).
     Full,
-    /// Readers issue only a compiler fence; every wait of a grace period issues a heavy
+    /// Readers issue only a compiler fence; the first wait of every grace period issues a heavy
     /// fence (the asymmetric mode's costs).
     Heavy,
 }
@@ -650,7 +685,8 @@ pub(crate) fn before_step<const N: usize>(rcu: &super::Rcu<N>, g: u32, next: u32
 }
 
 /// The heavy fence of wait step `g` of `rcu`, between the step's full fence and its
-/// scan (asymmetric-fence mode; nothing otherwise): one per wait, whoever drives it.
+/// scan (asymmetric-fence mode; nothing otherwise): one per grace period, at its first
+/// wait (`g % 4 == 1`), whoever drives it; a second wait issues none.
 /// Returns whether the caller may scan now; `false` only for a `patient` caller (a
 /// blocking wait) that found another driver's fence for this wait under way, and
 /// should come back once it has returned rather than issue one more.
@@ -659,7 +695,7 @@ pub(crate) fn before_step<const N: usize>(rcu: &super::Rcu<N>, g: u32, next: u32
 /// driver's (or its own earlier) heavy fence began once the counter had reached this
 /// wait, in this lap, and has returned, and its `Release` store makes that return
 /// happen before this scan, so every reader's barrier it forced happens before the scan
-/// too (module docs, "One fence per wait"). A scan repeated while a reader holds the
+/// too (module docs, "One fence per first wait, whoever drives it"). A scan repeated while a reader holds the
 /// wait, or a second driver at the same wait, costs no further heavy fence.
 #[inline(always)]
 #[allow(unused_variables)]
@@ -672,6 +708,12 @@ pub(crate) fn in_wait_step<const N: usize>(rcu: &super::Rcu<N>, g: u32, patient:
         }
         divert!(HeavyFenceEveryScan | FenceEmptyDomain | ImpatientWaiters | FencedBeforeHeavyFence
             => super::broken::in_wait_step(rcu, g, patient));
+        // A grace period's second wait is no cookie's first (`gp::cookie_target`): every
+        // cookie it serves had its first wait fenced, which is all a cookie needs
+        // (module docs, "One fence per grace period").
+        if !super::encoding::is_first_wait(g) {
+            return true;
+        }
         let marks = &rcu.fences.0;
         if marks.returned.load(Acquire) == g {
             return true;

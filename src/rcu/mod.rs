@@ -27,7 +27,9 @@
 //! the old phase, **flip** back, **wait** again. `phase(gp) = ((gp + 1) / 2) % 2`, so the
 //! counter alone says where the machine is: odd = a wait is in progress. Readers do not
 //! read `gp` (see "The phase word" below). A cookie
-//! ([`Rcu::start_poll`]) is the counter value at which the next full grace period ends.
+//! ([`Rcu::start_poll`]) is the counter value at which the next full grace period ends
+//! (where heavy fences may run, the next full grace period that starts at a multiple of
+//! 4: [`heavy`], "One fence per grace period").
 //!
 //! # Why two flips
 //!
@@ -267,10 +269,12 @@
 //! # Wrap-around
 //!
 //! `gp` is a `u32` compared with wrapping arithmetic. A cookie is at most five steps
-//! ahead of `gp` when it is taken and `gp` never moves backwards, so a cookie counts as
-//! done unless its target is one to five steps ahead: an old cookie stays done for
-//! 2³² − 5 steps after its grace period, and one kept for a whole lap longer than that
-//! reports "not yet" for at most five more steps (never "done" early).
+//! ahead of `gp` when it is taken (seven where heavy fences may run: a cookie's target
+//! is then the end of the first grace period that begins after it, [`heavy`], "One fence
+//! per grace period") and `gp` never moves backwards, so a cookie counts as done unless
+//! its target is one to five (seven) steps ahead: an old cookie stays done for 2³² − 5
+//! (2³² − 7) steps after its grace period, and one kept for a whole lap longer than that
+//! reports "not yet" for at most five (seven) more steps (never "done" early).
 //!
 //! The other words compared with a counter value: a [`DeferQueue`]'s stored cookies err
 //! the same way (and [`DeferQueue::barrier`] releases what it waited for without asking

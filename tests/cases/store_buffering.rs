@@ -50,7 +50,13 @@ pub(crate) const LINES: usize = 32;
 /// flag and writes lines the writer has just taken back, so its announce queues behind
 /// them in the store buffer while its loads go ahead; the writer starts each round when
 /// it sees the flag, so that its publish and scan fall inside that window (the window
-/// the heavy fence closes). Returns how many reads saw a freed buffer inside a section.
+/// the heavy fence closes). Between rounds the writer moves the counter on by 0 to 3
+/// steps (round `r` starts at a counter `% 4 == r % 4`), so its cookies are taken at
+/// every point of a grace period: at the start, in its first wait, between its waits,
+/// in its second wait (where heavy fences run, only a grace period's first wait issues
+/// one, and a cookie taken later must not count its second wait as its own first:
+/// `Mutant::UnalignedCookies`). Returns how many reads saw a freed buffer inside a
+/// section.
 pub(crate) fn store_buffering_torture(rounds: u32) -> u32 {
     store_buffering_torture_switching(rounds, &|| ())
 }
@@ -111,6 +117,13 @@ pub(crate) fn store_buffering_torture_switching(rounds: u32, switch: &(dyn Fn() 
             }
             bufs[old].store(FREED, Release);
             switch();
+            // The next round's cookie at counter % 4 == (r + 1) % 4: flips never
+            // wait, and a wait's step waits only for the reader's short section.
+            let g = rcu.gp_counter();
+            let on = rcu.cookie_from_raw(g.wrapping_add(r.wrapping_add(1).wrapping_sub(g) & 3));
+            while !on.poll() {
+                std::hint::spin_loop();
+            }
             for l in &contended {
                 l.0.store(r, Relaxed);
             }
