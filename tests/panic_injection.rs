@@ -94,7 +94,7 @@ fn reclaim_panicking_at<'d>(n: u32) -> impl FnMut(Probe<'d>) {
 }
 
 /// A cookie is only an answer within a lap of the counter (2^4 - 5 steps, under three
-/// grace periods here): probes are dropped within `grace_periods(1)` of their cookie.
+/// grace periods here; 2^4 - 7 where heavy fences may run): probes are dropped within `grace_periods(1)` of their cookie.
 /// Drives `n` grace periods through a registered reader; each must end within a bounded
 /// number of attempts.
 fn grace_periods(rcu: &Rcu<4>, n: u32) {

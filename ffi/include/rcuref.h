@@ -545,7 +545,9 @@ int32_t rcuref_get_completed(const struct rcuref_rcu *d, struct rcuref_cookie *o
 /**
  * Whether two cookies name the same grace period of the same domain (Linux's
  * `same_state_synchronize_rcu`, which has no domain to compare): two cookies taken
- * with no step of the grace period between them, or two completed cookies
+ * with no step of the grace period between them (in an archive where heavy fences may
+ * run, also two taken a few steps apart that wait for the same grace period), or two
+ * completed cookies
  * (`rcuref_get_completed`) of one domain. False when either is not a cookie (no
  * cookie tag: a zeroed one, say). Never blocks; safe in interrupt handlers.
  */

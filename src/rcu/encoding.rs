@@ -43,11 +43,12 @@ pub(crate) const MAX_AHEAD: u32 = STEPS_PER_GP + 3;
 /// See above: the build without heavy fences.
 #[cfg(not(rcuref_fences))]
 pub(crate) const MAX_AHEAD: u32 = STEPS_PER_GP + 1;
-/// The counter's narrowest width in test builds (`mutants::set_gp_bits`): each half of
-/// its range (the lap guard's) must be longer than `MAX_AHEAD`, or a target ahead could
-/// not be told from one behind.
+/// The counter's narrowest width in test builds (`mutants::set_gp_bits`): a cookie reads
+/// done for `2^bits - MAX_AHEAD` steps after its target, which the tests' laps need to
+/// be a few steps at least: 3 bits leave 3 steps with targets 5 ahead, and only 1 with
+/// targets 7 ahead, so those builds need 4 (9 steps).
 #[cfg(rcuref_hooks)]
-pub(crate) const MIN_GP_BITS: u32 = if MAX_AHEAD < 4 { 3 } else { 4 };
+pub(crate) const MIN_GP_BITS: u32 = if MAX_AHEAD <= 5 { 3 } else { 4 };
 
 /// Whether a wait step at `g` (odd) is the first of a grace period that ends at a
 /// multiple of `STEPS_PER_GP` (`g % 4 == 1`), rather than its second (`g % 4 == 3`).
@@ -60,7 +61,7 @@ pub(crate) const fn is_first_wait(g: u32) -> bool {
 }
 /// The raw cookie that is always done ([`Rcu::completed`](super::Rcu::completed), Linux's
 /// `RCU_GET_STATE_COMPLETED`): `u32::MAX`, odd, and a real target is always even
-/// (`start_poll` adds `STEPS_PER_GP` to an even counter and one more to an odd one), so
+/// (`gp::cookie_target`: a grace period's end, even, or a multiple of 4), so
 /// no cookie a domain hands out can be taken for it. (Not 1: tests drive a small counter
 /// to each odd value with `cookie_from_raw`, and a completed 1 stopped them.) Compared
 /// before the counter's mask, which in test builds is narrower than 32 bits.

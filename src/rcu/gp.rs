@@ -422,7 +422,9 @@ impl<const N: usize> defmt::Format for GpCookie<'_, N> {
 
 /// Two cookies are equal when they are of the same domain and name the same grace
 /// period (Linux's `same_state_synchronize_rcu`): two cookies taken with no step of the
-/// counter between them, or two completed cookies.
+/// counter between them (and, where heavy fences may run, any two taken in the same
+/// stretch from a grace period's first wait to the next one's start, which share a
+/// target: `cookie_target`), or two completed cookies.
 impl<const N: usize> PartialEq for GpCookie<'_, N> {
     fn eq(&self, other: &Self) -> bool {
         core::ptr::eq(self.rcu, other.rcu) && self.target == other.target

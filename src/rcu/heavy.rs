@@ -63,7 +63,8 @@
 //! still read the old pointer is caught by the unfenced second wait), with the twins
 //! `+no-heavy-fence` and `+unaligned-cookie` (`Mutant::UnalignedCookies`: a cookie that
 //! counts the unfenced wait first is not safe); `tests/heavy_fence_placement.rs`
-//! checks that every cookie's first wait is fenced after the cookie was taken, and
+//! checks that every cookie's target makes its first wait a grace period's first wait
+//! after the cookie, and that every scan of a first wait follows a fence begun at it, and
 //! the store-buffering torture of `tests/asymmetric.rs` takes cookies at every point of
 //! a grace period and must catch `UnalignedCookies`.
 //!
@@ -162,8 +163,9 @@
 //! test bodies also run unchanged in this mode. Where the fence sits is checked with
 //! two drivers (`tests/heavy_fence_placement.rs`): every scan of a first wait must
 //! follow a heavy fence begun once the counter had reached that wait, including a scan
-//! of a wait the driver learnt of from a failed exchange, and every cookie's first wait
-//! a fence begun after the cookie was taken; a fence issued only by whoever flipped the
+//! of a wait the driver learnt of from a failed exchange, and every cookie's target
+//! must make its first wait a first wait after the cookie (so that wait's fence begins
+//! after the cookie); a fence issued only by whoever flipped the
 //! counter, or before the flip, or after the scan, fails it (each tried by hand), and so
 //! do unaligned cookies (`Mutant::UnalignedCookies`).
 //!

@@ -199,7 +199,8 @@ pub fn debug_aids(run: &mut Run, targets: &[&str]) {
 /// The asymmetric-fence mode on several cores, its heavy fence an IPI (the CLINT
 /// on RISC-V, a GIC SGI on AArch64; targets/firmware/src/hart.rs, a64.rs): the
 /// RCU suite, the all-core torture and its busted-grace-period control, and the
-/// check that every wait fences every other core, with its skipped-heavy-fence
+/// check that every grace period's first wait fences every other core, with its
+/// skipped-heavy-fence
 /// control. (What a skipped fence does to readers is shown by the host's
 /// store-buffering torture only: docs/testing.md.) On AArch64 without the timer
 /// tortures: there every wait interrupts three other vCPUs, which on a two-core
