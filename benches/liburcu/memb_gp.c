@@ -17,11 +17,25 @@
  * Usage: memb_gp <row> <threads>
  * Prints: "gp row=<row> threads=<t> median=<x> p99=<y> unit=<ns|per_s>"
  *
- * Built by `cargo xtask bench` against Debian's liburcu-dev, with _LGPL_SOURCE.
+ * Built by `cargo xtask bench` against Debian's liburcu-dev, with _LGPL_SOURCE; built
+ * with -DMB_FLAVOUR (and -lurcu-mb) the same rows measure liburcu's mb flavour, whose
+ * read side runs a full fence as rcuref's static full fence does (the memb names below
+ * then stand for mb's functions).
  */
 #define _LGPL_SOURCE
 #define _GNU_SOURCE
+#ifdef MB_FLAVOUR
+#include <urcu/urcu-mb.h>
+#define urcu_memb_read_lock urcu_mb_read_lock
+#define urcu_memb_read_unlock urcu_mb_read_unlock
+#define urcu_memb_register_thread urcu_mb_register_thread
+#define urcu_memb_unregister_thread urcu_mb_unregister_thread
+#define urcu_memb_synchronize_rcu urcu_mb_synchronize_rcu
+#define urcu_memb_call_rcu urcu_mb_call_rcu
+#define urcu_memb_barrier urcu_mb_barrier
+#else
 #include <urcu/urcu-memb.h>
+#endif
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>

@@ -330,6 +330,17 @@ fn memb_harness(root: &Path, source: &str, out: &Path) -> Result<(), String> {
     .map(|_| ())
 }
 
+/// `memb_gp.c` built for liburcu's mb flavour (`-DMB_FLAVOUR`): a full fence in its
+/// read side, the counterpart of rcuref's static full fence.
+fn mb_harness(root: &Path, out: &Path) -> Result<(), String> {
+    run(Command::new("cc")
+        .args(["-O2", "-DMB_FLAVOUR", "-o"])
+        .arg(out)
+        .arg(root.join("benches/liburcu/memb_gp.c"))
+        .args(["-lurcu-mb", "-lpthread"]))
+    .map(|_| ())
+}
+
 const MEMB: &str = "liburcu memb read_lock+unlock";
 
 /// A writer's rate during a read-side run: (label, reader threads, writer operations
@@ -447,19 +458,26 @@ struct GpRow {
     writer: Option<f64>,
 }
 
-const GP_WHO: [&str; 3] = ["rcuref", "rcuref (asymmetric fences)", "liburcu memb"];
+const GP_WHO: [&str; 4] = [
+    "rcuref",
+    "rcuref (asymmetric fences)",
+    "liburcu memb",
+    "rcuref (fence chosen at run time)",
+];
 
-/// Runs every grace-period row with each of the three binaries: rcuref's default
-/// build, its asymmetric-fence build, and liburcu's memb flavour.
+/// Runs every grace-period row with each of the four binaries: rcuref's static full
+/// fence (`default-features = false`), its asymmetric-fence build, liburcu's memb
+/// flavour, and rcuref's default build on Linux (the fence chosen at run time).
 fn gp_rows(root: &Path) -> Result<Vec<GpRow>, String> {
     let dir = root.join("target/rcuref-bench");
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let memb = dir.join("memb_gp");
     memb_harness(root, "memb_gp.c", &memb)?;
-    let bins: [PathBuf; 3] = [
+    let bins: [PathBuf; 4] = [
         bench_bin(root, "gp", Build::Plain)?,
         bench_bin(root, "gp", Build::Asym)?,
         memb,
+        bench_bin(root, "gp", Build::Auto)?,
     ];
     // Never more runnable threads than cores (the idle reader sleeps).
     let counts: Vec<usize> = thread_counts()
@@ -645,11 +663,19 @@ fn urcu_rows(root: &Path, how: &str) -> Result<String, String> {
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let memb = dir.join("memb_gp");
     memb_harness(root, "memb_gp.c", &memb)?;
+    let mb = dir.join("mb_gp");
+    mb_harness(root, &mb)?;
     let plain = bench_bin(root, "gp", Build::Plain)?;
     let asym = bench_bin(root, "gp", Build::Asym)?;
     let auto = bench_bin(root, "gp", Build::Auto)?;
-    let who: [(&str, &Path, &str); 5] = [
+    // memb first and mb second: the ratios' baselines.
+    let who: [(&str, &Path, &str); 6] = [
         ("liburcu memb", &memb, "urcu"),
+        (
+            "liburcu mb (a full fence in the read side, as the static full fence)",
+            &mb,
+            "urcu",
+        ),
         (
             "rcuref static full fence (no default features), sleeping wait (std_sleeping)",
             &plain,
@@ -686,14 +712,17 @@ fn urcu_rows(root: &Path, how: &str) -> Result<String, String> {
          rate in the same run (sleeping off the gap), so the readers' rates compare under \
          the same writer load. Each cell is the median of {URCU_ROUNDS} one-second runs, taken \
          round-robin over the rows. \"GP/s\": the writer's grace periods per second; \"reads/s\": per reader; \
-         \"x memb\": this row / memb's in the same run (above 1: more than memb). Produced by \
+         \"x memb\", \"x mb\": this row / memb's (mb's) in the same run (above 1: more). liburcu's \
+         mb flavour runs a full fence in its read side, as rcuref's static full fence \
+         (`default-features = false`, or firmware without a heavy fence) does, and is its \
+         counterpart; memb is the counterpart of the heavy-fence modes. Produced by \
          `{how}` on {}; load averages {load_before} before.",
         cores(),
         machine()
     );
     let _ = writeln!(
         md,
-        "\n| readers | implementation | GP/s | x memb | reads/s per reader | x memb |\n|---|---|---|---|---|---|"
+        "\n| readers | implementation | GP/s | x memb | x mb | reads/s per reader | x memb | x mb |\n|---|---|---|---|---|---|---|---|"
     );
     // Each row is the median of URCU_ROUNDS runs, taken round-robin (every row once,
     // then again), so that a slow spell of the machine lands on all rows alike; the
@@ -720,20 +749,22 @@ fn urcu_rows(root: &Path, how: &str) -> Result<String, String> {
                 )
             })
             .collect();
-        let (bg, br) = rows[0];
+        let ((bg, br), (mg, mr)) = (rows[0], rows[1]);
         for ((label, _, _), (gps, reads)) in who.iter().zip(&rows) {
             let _ = writeln!(
                 md,
-                "| {r} | {label} | {gps:.0} | {:.2} | {reads:.3e} | {:.2} |",
+                "| {r} | {label} | {gps:.0} | {:.2} | {:.2} | {reads:.3e} | {:.2} | {:.2} |",
                 gps / bg,
-                reads / br
+                gps / mg,
+                reads / br,
+                reads / mr
             );
         }
-        // The readers under the same writer load as memb's: each sleeping build again,
-        // its writer held to memb's (median) grace periods per second.
+        // The readers under the same writer load as memb's: each sleeping build of
+        // rcuref again, its writer held to memb's (median) grace periods per second.
         let sleeping: Vec<&(&str, &Path, &str)> = who
             .iter()
-            .skip(1)
+            .skip(2)
             .filter(|(_, _, row)| *row == "urcu")
             .collect();
         let mut paced: Vec<Vec<(f64, f64)>> = vec![Vec::new(); sleeping.len()];
@@ -751,9 +782,11 @@ fn urcu_rows(root: &Path, how: &str) -> Result<String, String> {
             let reads = median(runs.iter().map(|x| x.1).collect());
             let _ = writeln!(
                 md,
-                "| {r} | {label}, writer paced to memb's GP/s | {gps:.0} | {:.2} | {reads:.3e} | {:.2} |",
+                "| {r} | {label}, writer paced to memb's GP/s | {gps:.0} | {:.2} | {:.2} | {reads:.3e} | {:.2} | {:.2} |",
                 gps / bg,
-                reads / br
+                gps / mg,
+                reads / br,
+                reads / mr
             );
         }
     }
@@ -1126,7 +1159,7 @@ pub fn bench(args: &[String]) -> Result<(), String> {
     };
     if let Some([d, a, m]) = gp_all("latency", 1) {
         summary.push(format!(
-            "Grace period with no reader in a section: rcuref {}, asymmetric {}, liburcu memb {}.",
+            "Grace period with no reader in a section: rcuref static full fence {}, asymmetric {}, liburcu memb {}.",
             fmt_ns(d),
             fmt_ns(a),
             fmt_ns(m)
@@ -1135,12 +1168,12 @@ pub fn bench(args: &[String]) -> Result<(), String> {
     let t = tmax.min(cores());
     if let Some([d, a, m]) = gp_all("throughput", t) {
         summary.push(format!(
-            "{t} concurrent synchronizers: {d:.0}/s rcuref, {a:.0}/s asymmetric, {m:.0}/s liburcu memb."
+            "{t} concurrent synchronizers: {d:.0}/s rcuref static full fence, {a:.0}/s asymmetric, {m:.0}/s liburcu memb."
         ));
     }
     if let Some([d, a, m]) = gp_all("read-paced", 1) {
         summary.push(format!(
-            "Read section under a writer at 20,000 grace periods/s on every side: rcuref {} ({:.2}x liburcu memb's {}), asymmetric {} ({:.2}x).",
+            "Read section under a writer at 20,000 grace periods/s on every side: rcuref static full fence {} ({:.2}x liburcu memb's {}), asymmetric {} ({:.2}x).",
             fmt_ns(d),
             d / m,
             fmt_ns(m),
@@ -1301,7 +1334,9 @@ pub fn bench(args: &[String]) -> Result<(), String> {
         let _ = writeln!(
             md,
             "## grace periods: latency, throughput, deferred frees\n\n\
-             `benches/src/bin/gp.rs` (rcuref, both builds) and `benches/liburcu/memb_gp.c` \
+             `benches/src/bin/gp.rs` (rcuref: the static full fence, `default-features = \
+             false`; the asymmetric fences; the default build on Linux, the fence chosen at \
+             run time, which finds membarrier here) and `benches/liburcu/memb_gp.c` \
              (liburcu memb), same protocol: **latency**, one `synchronize` with a registered \
              reader thread idle (median and p99 over batches of 64); **latency-reader**, from \
              a reader's unlock (after 20 µs in its section) to the return of the \
@@ -1316,8 +1351,8 @@ pub fn bench(args: &[String]) -> Result<(), String> {
              memb's `synchronize_rcu` sleeps, and the latency rows with a spinning one. \
              \"advantage\": liburcu's time / ours, or our rate / liburcu's (above 1: rcuref \
              is ahead).\n\n\
-             | row | threads | rcuref | rcuref (asymmetric) | liburcu memb | advantage | advantage (asymmetric) |\n\
-             |---|---|---|---|---|---|---|"
+             | row | threads | rcuref static full fence | rcuref (asymmetric) | rcuref default (run time) | liburcu memb | advantage | advantage (asymmetric) | advantage (default) |\n\
+             |---|---|---|---|---|---|---|---|---|"
         );
         let mut keys: Vec<(String, usize)> = Vec::new();
         for r in &gp {
@@ -1352,15 +1387,22 @@ pub fn bench(args: &[String]) -> Result<(), String> {
                 }
                 _ => "n/a".into(),
             };
-            let (d, a, m) = (get(GP_WHO[0]), get(GP_WHO[1]), get(GP_WHO[2]));
+            let (d, a, m, x) = (
+                get(GP_WHO[0]),
+                get(GP_WHO[1]),
+                get(GP_WHO[2]),
+                get(GP_WHO[3]),
+            );
             let _ = writeln!(
                 md,
-                "| {row} | {t} | {} | {} | {} | {} | {} |",
+                "| {row} | {t} | {} | {} | {} | {} | {} | {} | {} |",
                 cell(d),
                 cell(a),
+                cell(x),
                 cell(m),
                 adv(d, m),
-                adv(a, m)
+                adv(a, m),
+                adv(x, m)
             );
         }
         let _ = writeln!(md);
