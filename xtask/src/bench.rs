@@ -798,7 +798,11 @@ fn urcu_rows(root: &Path, how: &str) -> Result<String, String> {
          writer begins a sleeping `synchronize` (memb: `synchronize_rcu`, which sleeps on its \
          futex), the reader sleeps {} µs inside its section while `H` busy threads occupy \
          the cores, then unlocks; the time from its unlock to the writer's return, median \
-         and p99 of 2000 rounds. \"x memb\": memb's time / this row's (above 1: sooner \
+         and p99 of 2000 rounds, each cell the median of {URCU_ROUNDS} runs taken \
+         round-robin (one run's median is bimodal: tens of microseconds when the waiter \
+         gets a core at the wake, milliseconds when the scheduler runs the busy threads \
+         first; one such run gave a 3.8 ms median where three more of the same binary \
+         gave 23-43 µs). \"x memb\": memb's time / this row's (above 1: sooner \
          than memb).\n\n\
          | busy threads | implementation | median | p99 | x memb (median) | x memb (p99) |\n\
          |---|---|---|---|---|---|",
@@ -810,11 +814,18 @@ fn urcu_rows(root: &Path, how: &str) -> Result<String, String> {
         .map(|(label, bin, _)| (*label, *bin))
         .collect();
     for h in [cores(), 2 * cores()] {
+        let mut runs: Vec<Vec<(f64, f64)>> = vec![Vec::new(); sleepers.len()];
+        for _ in 0..URCU_ROUNDS {
+            for ((label, bin), runs) in sleepers.iter().zip(&mut runs) {
+                let out = run(Command::new(bin).args(["latency-preempted", &h.to_string()]))?;
+                print!("{label}: {out}");
+                runs.push((num(&out, "median=")?, num(&out, "p99=")?));
+            }
+        }
         let mut base: Option<(f64, f64)> = None;
-        for (label, bin) in &sleepers {
-            let out = run(Command::new(bin).args(["latency-preempted", &h.to_string()]))?;
-            print!("{label}: {out}");
-            let (m, p) = (num(&out, "median=")?, num(&out, "p99=")?);
+        for ((label, _), runs) in sleepers.iter().zip(runs) {
+            let m = median(runs.iter().map(|x| x.0).collect());
+            let p = median(runs.iter().map(|x| x.1).collect());
             let (bm, bp) = *base.get_or_insert((m, p));
             let _ = writeln!(
                 md,
