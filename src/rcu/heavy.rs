@@ -212,7 +212,10 @@
 //!   `gp urcu-paced 1` (benches/, one reader, 4 runs each, 2-core Xeon VM), as reads
 //!   against the static heavy build's: 0.78x with the mode's load and branch, 0.83x
 //!   with the bit (writer at 10 grace periods/s); 0.74x and 0.84x with the writer at
-//!   30,000/s. What remains is the branch, in a section of about 1 ns.
+//!   30,000/s. The marked path must fall through: as an early return it was laid out
+//!   as a taken branch, and on a 2-core EPYC VM the same loop made 0.6x the static heavy
+//!   build's reads; with the unmarked path out of line (`sync::reader_fence_unmarked`)
+//!   about the same (`docs/bench/ANALYSIS.md`).
 //! * a grace period's wait step acts only on the final mode: if nothing has decided
 //!   yet, it decides (`fence_mode`): `Heavy` if a fence was `install`ed, or, with
 //!   feature `membarrier` (default) on Linux, if the kernel registers the process for
