@@ -97,7 +97,9 @@ pub(crate) fn reader_fence_after_phase(word: u32) {
     // since the decision) is a call out of line. Written as `if marked { return }`, the
     // marked path was a taken branch over the mode's load, and a reader loop in the
     // test_urcu rows made 0.6x the reads of the asymmetric build's, which differs from
-    // it only by that branch (`gp urcu-paced 1` on a 2-core EPYC VM).
+    // it only by that branch (`gp urcu-paced 1` on a 2-core EPYC VM). The price is paid
+    // where the mode is Full (no heavy fence found or installed): a call and a return
+    // beside the full fence in every outermost lock (not measured).
     #[cfg(all(rcuref_auto, not(rcuref_unsafe_assume_single_core)))]
     {
         if word & crate::rcu::encoding::PHASE_HEAVY == 0 {
