@@ -95,13 +95,9 @@ pub(crate) fn reader_fence_after_phase(word: u32) {
     // The marked word is the path every section takes once the mode is heavy: it falls
     // through to the compiler fence, and the unmarked one (the full mode, or no flip
     // since the decision) is a call out of line. Written as `if marked { return }`, the
-    // marked path was a taken branch over the mode's load, and a reader loop in the
-    // test_urcu rows made 0.6x the reads of the asymmetric build's, which differs from
-    // it only by that branch (`gp urcu-paced 1` on a 2-core EPYC VM). The price is paid
-    // where the mode is Full (no heavy fence found or installed): a call and a return
-    // beside the full fence in every outermost lock. `read_loop 1` (a tight loop, one
-    // reader, feature `auto-fence` alone, 2-core EPYC VM, 5 interleaved runs): 2.75-2.78
-    // ns a section before, 3.22-4.87 ns (median 3.28) after, about 1.2x.
+    // marked path was a taken branch over the mode's load, which cost the default
+    // build's readers 0.6x the asymmetric build's reads; the call costs the Full mode
+    // about 1.2x a section (docs/bench/ANALYSIS.md, "A branch taken").
     #[cfg(all(rcuref_auto, not(rcuref_unsafe_assume_single_core)))]
     {
         if word & crate::rcu::encoding::PHASE_HEAVY == 0 {
