@@ -227,11 +227,10 @@ fn step_past_the_last_readers_wait() -> usize {
     assert!(!interrupt_pending(), "the interrupt did not fire");
     assert!(mine.is_done(), "the future's grace period is over");
     let woken = count.0.load(SeqCst);
-    drop(r2); // its unlock wakes the future if nothing did
-    assert!(
-        count.0.load(SeqCst) >= 1,
-        "not even the second reader's unlock woke it"
-    );
+    // The second reader's unlock sends no wake either: its section holds no wait the
+    // future announced (it sleeps on the phase of its own last wait). The test polls
+    // the future itself, as an executor would never do without a wake.
+    drop(r2);
     assert!(fut.as_mut().poll(&mut cx).is_ready());
     assert!(RCU3.cookie_from_raw(OTHER3.load(SeqCst)).poll());
     woken
@@ -306,4 +305,100 @@ fn an_unlock_racing_a_flip_still_wakes_a_reader_that_keeps_its_slot() {
     );
     assert!(fut.as_mut().poll(&mut cx).is_ready());
     drop(reader);
+}
+
+static RCU4: Rcu<3> = Rcu::new();
+static WAKES4: AtomicUsize = AtomicUsize::new(0);
+fn wake4() {
+    WAKES4.fetch_add(1, SeqCst);
+}
+static OTHER4: AtomicU32 = AtomicU32::new(0);
+static ARMED4: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+std::thread_local! {
+    /// The two readers' sections (the test runs on one thread: the pause hook is the
+    /// other contexts).
+    static SECTIONS4: std::cell::RefCell<Vec<rcuref::rcu::ReadToken<'static, 3>>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The pause hook of `flip_before_the_announcement`: at the sleeper's announcement
+/// point, the first reader leaves, a second enters (it records the new phase), and
+/// another driver ends the wait and flips to the next, which the second reader holds.
+fn race_the_announcement(at: rcuref::mutants::Point) {
+    if !matches!(at, rcuref::mutants::Point::SleepBeforeAnnounce) || !ARMED4.swap(false, SeqCst) {
+        return;
+    }
+    SECTIONS4.with(|s| {
+        let mut s = s.borrow_mut();
+        s.clear(); // the first reader leaves: nobody has announced, no wake
+        s.push(RCU4.down_read().unwrap());
+    });
+    let c = RCU4.cookie_from_raw(OTHER4.load(SeqCst));
+    assert!(
+        !c.poll(),
+        "the second reader should hold the other driver's next wait"
+    );
+}
+
+/// A sleeping wait chooses the phase bit of its announcement from the counter
+/// (`Rcu::announce_sleep`); between that read and the announcement another driver ends
+/// the wait and flips to the next, held by a section of the other phase. Returns the
+/// wakes that section's unlock sent while the wait slept on it.
+fn flip_before_the_announcement() -> usize {
+    RCU4.set_wake_hook(Some(wake4));
+    SECTIONS4.with(|s| s.borrow_mut().push(RCU4.down_read().unwrap()));
+    OTHER4.store(RCU4.start_poll().into_raw(), SeqCst);
+    rcuref::mutants::set_pause_hook(Some(race_the_announcement));
+    let mut woken = None;
+    let mut me = RCU4.reader().unwrap();
+    me.synchronize(|w| {
+        if w.attempts() == 1 {
+            ARMED4.store(true, SeqCst);
+        }
+        w.sleep(|| {
+            if woken.is_none() {
+                // A section that begins now records the phase of the stale bit: its
+                // unlock passes the bit's test and must find, by the counter, that
+                // it holds no wait (`Rcu::wake_for`).
+                let before = WAKES4.load(SeqCst);
+                drop(RCU4.down_read().unwrap());
+                assert_eq!(
+                    WAKES4.load(SeqCst),
+                    before,
+                    "a section begun after the flip sent a wake"
+                );
+                // Asleep on the second reader: its unlock is the wait's only wake.
+                SECTIONS4.with(|s| s.borrow_mut().clear());
+                woken = Some(WAKES4.load(SeqCst) - before);
+            }
+        });
+        std::ops::ControlFlow::Continue(())
+    })
+    .unwrap();
+    rcuref::mutants::set_pause_hook(None);
+    assert!(!ARMED4.load(SeqCst), "the pause point was never reached");
+    assert!(RCU4.cookie_from_raw(OTHER4.load(SeqCst)).poll());
+    RCU4.set_wake_hook(None);
+    woken.expect("the wait never slept on the second reader")
+}
+
+/// The counter moved to a wait of the other phase between the sleeper's choice of its
+/// announcement bit and the announcement: its check after announcing adds that wait's
+/// bit, so the second reader's unlock wakes it.
+#[test]
+fn a_flip_before_the_announcement_costs_no_wake() {
+    let _serial = serial();
+    let woken = flip_before_the_announcement();
+    assert_eq!(woken, 1, "the second reader's unlock sent {woken} wakes");
+}
+
+/// The control: without that check (`Mutant::SleepBitNotRechecked`) the unlock skips
+/// the wake path, and nothing else wakes the wait.
+#[test]
+fn negative_control_a_stale_announcement_bit_is_caught() {
+    let _serial = serial();
+    rcuref::mutants::select(rcuref::mutants::Mutant::SleepBitNotRechecked);
+    let woken = flip_before_the_announcement();
+    rcuref::mutants::select(rcuref::mutants::Mutant::None);
+    assert_eq!(woken, 0, "the variant's lost wake did not happen");
 }

@@ -209,6 +209,12 @@ mutants! {
     /// again, so a reader that left before the announcement was visible to it (and so
     /// sent no wake) leaves the wait asleep (loom: `catches_a_sleep_without_its_repoll`).
     SleepWithoutRepoll,
+    /// Sleeping waits: the announcement keeps the phase bit chosen from the counter
+    /// before it, though another driver ended that wait and flipped to one of the other
+    /// phase meanwhile: the unlocks of that wait's sections skip the wake path, and the
+    /// step that made the flip came before the announcement and woke nobody
+    /// (`tests/lost_wake.rs`, `a_flip_before_the_announcement_costs_no_wake`).
+    SleepBitNotRechecked,
     /// Sleeping waits: an outermost unlock looks for a sleeping wait (and wakes it)
     /// before its store ends the section, so the woken wait can poll, still find the
     /// section, and sleep again with no wake left to come (loom:
@@ -406,6 +412,9 @@ mod hooks {
         GpBeforeScan(u32),
         /// RCU: a grace-period step has scanned the slots and not yet tried its exchange.
         GpAfterScan,
+        /// RCU: a sleeping wait has chosen the phase bit of its announcement from the
+        /// counter and not yet announced it (`Rcu::announce_sleep`).
+        SleepBeforeAnnounce,
         /// Pool: an allocation has seen a slot free and not yet claimed it.
         AllocAfterProbe,
         /// Run-time fence choice (`auto-fence`): `heavy::install` has set its fence and

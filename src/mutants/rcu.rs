@@ -275,7 +275,7 @@ pub(crate) fn sleep_without_repoll<const N: usize>(
     w: &super::Waiting<'_, '_, N>,
     sleep: impl FnOnce(),
 ) {
-    w.cookie().domain().announce_sleep();
+    w.cookie().domain().announce_sleep(false);
     super::heavy::after_announce();
     sleep();
 }

@@ -323,9 +323,13 @@ impl<'c, 'd, const N: usize> Waiting<'c, 'd, N> {
 
     /// Sleeps through `sleep` unless the grace period ends first: announces this wait
     /// in the domain, polls once more, and calls `sleep` only if the grace period still
-    /// has not ended. The next reader's outermost unlock calls the domain's wake hook
+    /// has not ended. The outermost unlock of the next section that holds the wait
+    /// (one that began before its flip), or the step of another driver that ends the
+    /// wait, calls the domain's wake hook
     /// ([`Rcu::set_wake_hook`](super::Rcu::set_wake_hook)), which should make `sleep`
-    /// return; the wait then polls again. In the heavy mode, a wait that finds another
+    /// return; the wait then polls again. Sections that began after the flip send no
+    /// wake and pay nothing for the sleeper: the announcement names the phase the
+    /// wait's sections recorded, and an unlock looks only at its own phase's. In the heavy mode, a wait that finds another
     /// driver's heavy fence for its wait under way sleeps until that fence returns (its
     /// driver calls the wake hook) rather than issue one of its own. For a writer that shares its core with the
     /// readers it waits for (more tasks than cores, a priority scheduler): it gives them
@@ -363,7 +367,7 @@ impl<'c, 'd, const N: usize> Waiting<'c, 'd, N> {
     pub fn sleep(&self, sleep: impl FnOnce()) {
         divert!(SleepWithoutRepoll => super::broken::sleep_without_repoll(self, sleep));
         let rcu = self.cookie.rcu;
-        rcu.announce_sleep();
+        rcu.announce_sleep(self.until.is_none());
         // Another driver's heavy fence for this wait under way: sleep until it returns
         // (it wakes the sleepers), rather than issue a fence of our own.
         #[cfg(rcuref_fences)]

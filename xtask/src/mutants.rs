@@ -16,8 +16,9 @@
 //! 4. the fence chosen at run time (`auto-fence`, feature `membarrier` without the cfg),
 //!    against `tests/asymmetric.rs`, `tests/auto_fence.rs` and `tests/async_wake.rs`:
 //!    the `auto` module of `src/rcu/heavy.rs`, compiled only there (pass 3 leaves it
-//!    out), and the phase word's heavy bit (`record_phase`, `phase_in_word`,
-//!    `reader_fence_after_phase`, `reader_fence_unmarked`), counted as pass 3 is;
+//!    out), the phase word's heavy bit (`record_phase`, `phase_in_word`,
+//!    `reader_fence_after_phase`, `reader_fence_unmarked`), and the sleeping waits'
+//!    announcement bits (`domain.rs`, against `tests/lost_wake.rs`), counted as pass 3 is;
 //!    skipped with it.
 //! 5. the same functions with feature `auto-fence` alone (no platform fence: the mode
 //!    decides `Full`, or `Heavy` where a test installs one), against the same tests,

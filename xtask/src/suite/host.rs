@@ -319,8 +319,8 @@ const HOST_NEGATIVE_CONTROLS: u64 = 8;
 /// asymmetric build).
 const INJECTION_TESTS: u64 = 69;
 /// asymmetric 11, heavy_fence_placement 27, panic_injection 18, async_wake 9 (5 woken
-/// by unlocks, 4 controls), lost_wake 4, fence_api 1.
-const ASYMMETRIC_TESTS: u64 = 70;
+/// by unlocks, 4 controls), lost_wake 6, fence_api 1.
+const ASYMMETRIC_TESTS: u64 = 72;
 /// auto_fence without membarrier: its 3 scenarios of the mode, the RCU cases, the
 /// store-buffering torture, and two installs racing a decision with its control.
 const AUTO_FENCE_TESTS: u64 = 8;
@@ -328,12 +328,13 @@ const AUTO_FENCE_TESTS: u64 = 8;
 /// auto_fence 5 (an install at boot, readers alone, membarrier found, the RCU cases,
 /// the store-buffering torture)
 /// and async_wake 9 (woken by unlocks in
-/// the mode found at run time, and its controls), lost_wake 4 (three races of an unlock
-/// with another driver's steps, a control), std_wake_hook 1, waker_panic 1, fence_api 1;
+/// the mode found at run time, and its controls), lost_wake 6 (three races of an unlock
+/// with another driver's steps, a flip before a sleeper's announcement, two controls),
+/// std_wake_hook 1, waker_panic 1, fence_api 1;
 /// polled 10 and preemption 8 (its lap-guard scenarios need a 3-bit counter, which this
 /// build's 7-step cookies rule out: they run in the static step).
 #[cfg(target_os = "linux")]
-const AUTO_MEMBARRIER_TESTS: u64 = 52;
-/// lost_wake on one core: its four tests and the control of the step's own wake, which
+const AUTO_MEMBARRIER_TESTS: u64 = 54;
+/// lost_wake on one core: its six tests and the control of the step's own wake, which
 /// only this build can catch (in the heavy modes a heavy fence wakes the sleepers too).
-const SINGLE_CORE_TESTS: u64 = 5;
+const SINGLE_CORE_TESTS: u64 = 7;
