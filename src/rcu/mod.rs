@@ -209,8 +209,15 @@
 //!   timeout, a `wfe`) and the last reader's outermost unlock wakes it (notify-give
 //!   from ISR, `sev`). A yield never lets a lower-priority thread run. Feature `std`:
 //!   `std_sleeping` and `std_wake` (more threads than cores: a writer that polls
-//!   burns the slice its reader needs). What the read side pays: one relaxed load of
-//!   a read-mostly word and a branch not taken in each outermost unlock.
+//!   burns the slice its reader needs). On bare metal with several cores the waiting
+//!   core can sleep in `wfi`, woken by an IPI the unlock's hook raises: the repository's
+//!   AArch64 test firmware has the pair (`targets/firmware/src/a64.rs`, `cores::wake`:
+//!   a generation read before the announcement and checked with IRQs masked, `wfi`,
+//!   a GIC SGI; the timer's tick as the bound), tested in QEMU with a control whose
+//!   hook raises nothing. (QEMU runs `wfe` as a yield, so a `wfe`/`sev` pair cannot be
+//!   told from polling there.) What the read side pays: one relaxed load of a
+//!   read-mostly word, a test of its section's phase bit and a branch not taken in
+//!   each outermost unlock.
 //! * **Async.** [`GpCookie::wait`] is a future that completes when the grace period
 //!   has ended; it needs no executor features, no allocation, no timer. It re-polls:
 //!   each poll drives the grace period as far as the readers allow (a bounded number of

@@ -10,7 +10,8 @@
 //!
 //! Interrupts: IRQs go through one vector to [`irq`], which reads the GIC's acknowledge
 //! register and dispatches: the EL1 physical timer (PPI 30) to [`tick`], software
-//! generated interrupt 1 to the asymmetric-fence mode's heavy fence (`cores::heavy`).
+//! generated interrupt 1 to the asymmetric-fence mode's heavy fence (`cores::heavy`), 3
+//! to a sleeping grace-period wait's wake (`cores::wake`).
 //! A synchronous exception (a bug) is reported over defmt and ends the run.
 //!
 //! The critical section is rcuref's `cores::Aarch64` (IRQs masked on this core plus a
@@ -244,6 +245,7 @@ extern "C" fn rcuref_fw_irq() {
     match id {
         tick::PPI => tick::on_interrupt(),
         cores::heavy::SGI => cores::heavy::on_request(),
+        cores::wake::SGI => cores::wake::on_wake(),
         1020..=1023 => return, // spurious: nothing to end
         _ => {}
     }
@@ -374,6 +376,76 @@ pub mod cores {
             let f: fn(usize) = unsafe { core::mem::transmute::<*mut (), fn(usize)>(p) };
             f(core);
             DONE.fetch_add(1, Release);
+        }
+    }
+
+    /// A sleep and its wake for a grace-period wait on bare metal (issue 27): the
+    /// waiting core sleeps in `wfi` and a reader's unlock on another core wakes it with
+    /// software generated interrupt 3, through the domain's wake hook. The sleep's two
+    /// duties (`rcuref::rcu::Waiting::sleep`): a wake sent after the wait began and
+    /// before the `wfi` is remembered by the generation, read before the announcement
+    /// and looked at with IRQs masked, so the SGI of a wake that lands after the look
+    /// stays pending and ends the `wfi` at once (a pending IRQ ends it, masked or not);
+    /// the bound is any other interrupt of the sleeping core (the timer's tick, which
+    /// the caller must keep running: in the full-fence mode an unlock can miss the
+    /// announcement).
+    pub mod wake {
+        use super::*;
+        use core::sync::atomic::Ordering::SeqCst;
+
+        /// The SGI a wake raises.
+        pub const SGI: u32 = 3;
+
+        /// Moved on by every wake.
+        static GENERATION: AtomicU32 = AtomicU32::new(0);
+        /// The cores that may be asleep (a bit per core).
+        static SLEEPERS: AtomicU32 = AtomicU32::new(0);
+        /// Wake SGIs taken, per core.
+        static TAKEN: [AtomicU32; COUNT] = [const { AtomicU32::new(0) }; COUNT];
+
+        /// The generation to pass to [`sleep`]: read it before the wait's announcement
+        /// (`Waiting::sleep`), so that a wake sent after that is seen.
+        pub fn generation() -> u32 {
+            GENERATION.load(Acquire)
+        }
+
+        /// Sleeps in `wfi` unless a wake has come since `seen` was read; returns on a
+        /// wake or on any other interrupt of this core (the bound). IRQs must be
+        /// unmasked when it is called (they are unmasked again on return).
+        pub fn sleep(seen: u32) {
+            // `SeqCst` here and in `wake`: either this load sees the wake's generation
+            // or the wake's load of `SLEEPERS` sees this core (store buffering).
+            SLEEPERS.fetch_or(1 << current(), SeqCst);
+            // SAFETY: masking IRQs on this core; unmasked below on every path.
+            unsafe { core::arch::asm!("msr daifset, #2", options(nostack)) };
+            if GENERATION.load(SeqCst) == seen {
+                // SAFETY: `wfi` waits for an interrupt (pending ones end it at once);
+                // unmasking IRQs then takes what is pending, with the vector installed.
+                unsafe { core::arch::asm!("wfi", options(nostack)) };
+            }
+            // SAFETY: unmasking IRQs on this core; the vector is installed.
+            unsafe { core::arch::asm!("msr daifclr, #2", options(nostack)) };
+        }
+
+        /// The domain's wake hook: moves the generation on and raises the SGI on every
+        /// core that may be asleep. Safe in an interrupt handler (no lock, no wait).
+        pub fn wake() {
+            GENERATION.fetch_add(1, SeqCst);
+            let targets = SLEEPERS.load(SeqCst) & !(1 << current());
+            if targets != 0 {
+                super::super::gic::sgi(targets, SGI);
+            }
+        }
+
+        /// The handler of the wake SGI: counts it (nothing else to do: taking it has
+        /// ended the `wfi`).
+        pub(crate) fn on_wake() {
+            TAKEN[current()].fetch_add(1, Relaxed);
+        }
+
+        /// Wake SGIs core `core` has taken so far.
+        pub fn taken(core: usize) -> u32 {
+            TAKEN[core].load(Relaxed)
         }
     }
 

@@ -447,6 +447,130 @@ mod tests {
         }
     }
 
+    /// A writer that sleeps in `wfi` and is woken by the reader's unlock on another
+    /// core (issue 27: the firmware's sleep, `rcuref_firmware::cores::wake`): core 0
+    /// waits for a grace period that core 1's section holds, sleeps, and the section's
+    /// unlock raises the wake SGI through the domain's wake hook. The timer ticks every
+    /// 10 ms on core 0 as the sleep's bound.
+    #[cfg(all(target_arch = "aarch64", rcuref_fw_tick))]
+    mod wfi_wake {
+        use core::ops::ControlFlow;
+        use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+        use portable_atomic::AtomicU32;
+        use rcuref::rcu::Rcu;
+        use rcuref_firmware::cores::{run_on_all, wake};
+
+        static RCU: Rcu<4> = Rcu::new();
+        pub const ROUNDS: u32 = 20;
+        /// The round whose section core 1 is inside, whose wait core 0 sleeps in, and
+        /// the last round core 0 finished.
+        static INSIDE: AtomicU32 = AtomicU32::new(0);
+        static ASLEEP: AtomicU32 = AtomicU32::new(0);
+        static DONE: AtomicU32 = AtomicU32::new(0);
+        /// How often the writer slept, and the timer's ticks meanwhile.
+        pub static SLEEPS: AtomicU32 = AtomicU32::new(0);
+        pub static TICKS: AtomicU32 = AtomicU32::new(0);
+
+        fn writer() {
+            let mut me = RCU.reader().unwrap();
+            rcuref_firmware::tick::start(119_999, || {});
+            for round in 1..=ROUNDS {
+                while INSIDE.load(Acquire) < round {
+                    core::hint::spin_loop();
+                }
+                me.synchronize(|w| {
+                    let seen = wake::generation();
+                    w.sleep(|| {
+                        ASLEEP.store(round, Release);
+                        SLEEPS.fetch_add(1, Relaxed);
+                        wake::sleep(seen);
+                    });
+                    ControlFlow::Continue(())
+                })
+                .unwrap();
+                DONE.store(round, Release);
+            }
+            TICKS.store(rcuref_firmware::tick::stop(), Relaxed);
+        }
+
+        fn reader() {
+            let r = RCU.reader().unwrap();
+            for round in 1..=ROUNDS {
+                let g = r.lock();
+                INSIDE.store(round, Release);
+                // Until the writer sleeps on this section, and a little longer (a wake
+                // before its `wfi` is remembered by the generation).
+                while ASLEEP.load(Acquire) < round {
+                    core::hint::spin_loop();
+                }
+                for _ in 0..2_000 {
+                    core::hint::spin_loop();
+                }
+                drop(g);
+                while DONE.load(Acquire) < round {
+                    core::hint::spin_loop();
+                }
+            }
+        }
+
+        fn job(core: usize) {
+            match core {
+                0 => writer(),
+                1 => reader(),
+                _ => {}
+            }
+        }
+
+        /// The rounds with `hook` as the domain's wake hook: the wake SGIs core 0 took.
+        pub fn run(hook: fn()) -> u32 {
+            RCU.set_wake_hook(Some(hook));
+            run_on_all(job);
+            let taken = wake::taken(0);
+            defmt::info!(
+                "{=u32} rounds: the writer slept {=u32} times, took {=u32} wake SGIs, {=u32} ticks",
+                ROUNDS,
+                SLEEPS.load(Relaxed),
+                taken,
+                TICKS.load(Relaxed)
+            );
+            taken
+        }
+
+        /// The control's hook: sends nothing (a wake hook that forgot its interrupt).
+        pub fn no_sgi() {}
+    }
+
+    /// The firmware's sleep: every round's sleep is ended by the wake SGI of the reader's
+    /// unlock, not by the timer's bound (the control below tells the two apart).
+    #[cfg(all(target_arch = "aarch64", rcuref_fw_tick))]
+    #[test]
+    fn a_writer_asleep_in_wfi_is_woken_by_the_readers_unlock() {
+        let taken = wfi_wake::run(rcuref_firmware::cores::wake::wake);
+        assert!(
+            wfi_wake::SLEEPS.load(core::sync::atomic::Ordering::Relaxed) >= wfi_wake::ROUNDS,
+            "the writer did not sleep in every round: the test proves nothing"
+        );
+        assert!(
+            taken >= wfi_wake::ROUNDS,
+            "{} wake SGIs for {} rounds",
+            taken,
+            wfi_wake::ROUNDS
+        );
+    }
+
+    /// The control: a wake hook that raises no SGI. The writer sleeps out its bound (a
+    /// tick) in every round, and takes no wake SGI: the assertion above would fail.
+    #[cfg(all(target_arch = "aarch64", rcuref_fw_tick))]
+    #[test]
+    fn control_a_wake_hook_without_its_sgi_leaves_the_writer_to_its_bound() {
+        let taken = wfi_wake::run(wfi_wake::no_sgi);
+        assert_eq!(taken, 0, "a wake SGI without a wake");
+        assert!(
+            wfi_wake::TICKS.load(core::sync::atomic::Ordering::Relaxed) >= wfi_wake::ROUNDS,
+            "the rounds ended before a tick each: something else woke the writer"
+        );
+    }
+
     /// The reader-age torture (`tests/torture_rcu.rs`) on hardware threads: across every
     /// core.
     #[cfg(rcuref_fw_cores)]
