@@ -80,11 +80,29 @@ pub(super) struct ReadMostly {
     pub(super) wake: crate::sync::AtomicPtr<()>,
 }
 
-/// The announcement bit of a sleeping wait that sections of phase `p` hold.
+/// The announcement bit of a sleeping wait that sections of phase `p` hold: bit 0 for
+/// phase 0, bit 2 for phase 1 (`1 << 2p`), so that an unlock finds its section's bit
+/// from its slot word, whose bit 1 is the phase, with one `and` (`sleep_bit_of_slot`).
 #[inline(always)]
 pub(super) const fn sleep_bit(p: u32) -> u32 {
-    1 << (p & 1)
+    1 << ((p & 1) << 1)
 }
+
+/// `sleep_bit(phase_of(v))` for slot word `v`, in two instructions on x86 (`and`,
+/// `bt`) where shifting the phase bit down first took four.
+#[inline(always)]
+const fn sleep_bit_of_slot(v: u32) -> u32 {
+    1 << (v & 2)
+}
+
+// The slot word's phase is its bit 1 (`encoding::entered`), which `sleep_bit_of_slot`
+// relies on.
+const _: () = {
+    use super::encoding::{entered, phase_of};
+    assert!(phase_of(entered(0)) == 0 && phase_of(entered(1)) == 1);
+    assert!(sleep_bit_of_slot(entered(0)) == sleep_bit(0));
+    assert!(sleep_bit_of_slot(entered(1)) == sleep_bit(1));
+};
 
 /// The announcement of a sleeping wait that cannot tell which sections hold it.
 pub(super) const ANY_PHASE: u32 = sleep_bit(0) | sleep_bit(1);
@@ -396,7 +414,7 @@ impl<const N: usize> Rcu<N> {
     #[inline(always)]
     pub(super) fn wake_sleepers(&self, v: u32) {
         divert!(WakeOnEveryUnlock => self.wake_all_sleepers());
-        if self.phase.0.sleepers.load(Relaxed) & sleep_bit(super::encoding::phase_of(v)) != 0 {
+        if self.phase.0.sleepers.load(Relaxed) & sleep_bit_of_slot(v) != 0 {
             self.wake_for(v);
         }
     }
@@ -428,7 +446,7 @@ impl<const N: usize> Rcu<N> {
         // sleeper's waits included. (A word without the section's bit now was taken
         // back to 0 by a wake since the one that brought us here: the sleepers it
         // woke announce again before they sleep.)
-        if self.phase.0.sleepers.load(SeqCst) & sleep_bit(super::encoding::phase_of(v)) == 0 {
+        if self.phase.0.sleepers.load(SeqCst) & sleep_bit_of_slot(v) == 0 {
             return;
         }
         let g = self.gp.0.load(SeqCst);
