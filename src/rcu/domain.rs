@@ -28,7 +28,7 @@ pub struct Rcu<const N: usize> {
     //   half `h` of the range; `gp` never enters half `h` while it is non-zero, so no
     //   snapshot survives a whole lap (the lap guard).
     // * `sleepers` holds the announcements of waits that may sleep (`Waiting::sleep`):
-    //   bit `p` (`sleep_bit(p)`) set by a wait whose holders are sections of phase `p`
+    //   bit `sleep_bit(p)` set by a wait whose holders are sections of phase `p`
     //   (or by any that cannot tell, both bits), until an unlock or a step takes the
     //   word back to 0 to call the wake hook (once for every wait asleep: the hook wakes
     //   them all, and each announces again before it sleeps again). An unlock looks at
@@ -43,7 +43,8 @@ pub struct Rcu<const N: usize> {
     //   safety depends on bit 0 (module docs, "The phase word"), only how soon waits
     //   finish, so a late store from a stopped driver is harmless. Where the fence is
     //   chosen at run time (`rcuref_auto`), bit 1 (`encoding::PHASE_HEAVY`) is set only
-    //   by a step that read the mode decided Heavy, which is final, so a word with it
+    //   by a step, or a reader's registration (`mark_heavy_if_decided`), that read the
+    //   mode decided Heavy, which is final, so a word with it
     //   says what the mode says whenever its store lands; readers that see it skip the
     //   full fence, so that claim **is** a safety invariant. Every other bit is 0.
     // * `fences` (asymmetric-fence builds): the heavy-fence marks, whose invariants
@@ -73,8 +74,8 @@ pub struct Rcu<const N: usize> {
 pub(super) struct ReadMostly {
     pub(super) phase: AtomicU32,
     /// Non-zero while a wait may be asleep and nobody has called the wake hook for it
-    /// yet (`Waiting::sleep`): bit `p` for a wait that sections of phase `p` hold
-    /// (`sleep_bit`), both for one that could not tell.
+    /// yet (`Waiting::sleep`): `sleep_bit(p)` for a wait that sections of phase `p`
+    /// hold, both bits for one that could not tell.
     pub(super) sleepers: AtomicU32,
     /// Null, or the `fn()` that wakes this domain's sleeping waits (`set_wake_hook`).
     pub(super) wake: crate::sync::AtomicPtr<()>,
@@ -239,7 +240,7 @@ impl<const N: usize> Rcu<N> {
     /// fence inline (`sync::reader_fence_after_phase`) before its first flip since the
     /// decision. Only flips marked the word: in a process whose writers had not yet
     /// run a grace period every outermost lock took the out-of-line path, 2.5 ns a
-    /// section in `read_loop 1` against 1.0 ns marked (2-core EPYC VM). Safe for the
+    /// section in `read_loop 1` against 1.36-1.48 ns marked (2-core EPYC VM). Safe for the
     /// reason a flip's mark is: the mode never changes once decided, so the bit is as
     /// true now as whenever it lands; a flip's later plain store that drops it only
     /// sends readers back to the out-of-line path, which reads the mode.

@@ -101,8 +101,9 @@ pub(crate) const fn phase(g: u32) -> u32 {
     (g.wrapping_add(1) >> 1) & 1
 }
 
-/// The phase word's second bit (feature `auto-fence`): set by a flip that found the
-/// read side's mode already decided heavy, so the outermost lock that loads the phase
+/// The phase word's second bit (feature `auto-fence`): set by a flip, or by a reader's
+/// registration (`Rcu::mark_heavy_if_decided`), that found the read side's mode
+/// already decided heavy, so the outermost lock that loads the phase
 /// word (it does anyway) may take the compiler fence without a second load
 /// (`sync::reader_fence_after_phase`). The mode never changes once decided, so a word
 /// with this bit says what the global mode says, whenever its store lands. Bit 0 is the
