@@ -25,6 +25,13 @@
 //! check): the handler is the other driver (it could as well be another core while
 //! the reader's thread is preempted there).
 //!
+//! The fourth race is the sleeper's own (`Rcu::announce_sleep`): it chooses the phase
+//! bit it announces from the counter, and another driver moves the counter between that
+//! read and the announcement. Raced at every counter value of two laps of a 4-bit
+//! counter (`mutants::set_gp_bits`, so across the wrap) through the pause point
+//! `Point::SleepBeforeAnnounce`, its control is `Mutant::SleepBitNotRechecked`. The
+//! loop over two laps was written by the hostile review of the announcement bits.
+//!
 //! Commands:
 //! * run-time mode: `RUSTFLAGS="--cfg rcuref_mutants" cargo test --release
 //!   --features auto-fence --test lost_wake`
@@ -45,11 +52,11 @@
     not(miri)
 ))]
 
-use rcuref::mutants::{interrupt_pending, set_interrupt, Gap};
-use rcuref::rcu::{Rcu, Wakers};
+use rcuref::mutants::{interrupt_pending, set_gp_bits, set_interrupt, set_pause_hook, Gap, Point};
+use rcuref::rcu::{Rcu, ReadToken, Wakers};
 use std::future::Future;
 use std::pin::pin;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 use std::task::{Context, Wake, Waker};
 
@@ -307,67 +314,119 @@ fn an_unlock_racing_a_flip_still_wakes_a_reader_that_keeps_its_slot() {
     drop(reader);
 }
 
-static RCU4: Rcu<3> = Rcu::new();
+/// The counter's width while the announcement races run (a lap is 16 values), and the
+/// domain of the current run (a fresh one for each counter value, leaked).
+const MASK4: u32 = 15;
+static DOM4: AtomicPtr<Rcu<3>> = AtomicPtr::new(std::ptr::null_mut());
 static WAKES4: AtomicUsize = AtomicUsize::new(0);
 fn wake4() {
     WAKES4.fetch_add(1, SeqCst);
 }
 static OTHER4: AtomicU32 = AtomicU32::new(0);
-static ARMED4: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+static ARMED4: AtomicBool = AtomicBool::new(false);
+static TWO_WAITS4: AtomicBool = AtomicBool::new(false);
 std::thread_local! {
-    /// The two readers' sections (the test runs on one thread: the pause hook is the
-    /// other contexts).
-    static SECTIONS4: std::cell::RefCell<Vec<rcuref::rcu::ReadToken<'static, 3>>> =
+    /// The readers' sections (the test runs on one thread: the pause hook is the other
+    /// contexts).
+    static SECTIONS4: std::cell::RefCell<Vec<ReadToken<'static, 3>>> =
         const { std::cell::RefCell::new(Vec::new()) };
 }
+fn dom4() -> &'static Rcu<3> {
+    // SAFETY: (test) `DOM4` holds a domain leaked by `flip_before_the_announcement`
+    // (never freed), stored before the pause hook is installed.
+    unsafe { &*DOM4.load(SeqCst) }
+}
 
-/// The pause hook of `flip_before_the_announcement`: at the sleeper's announcement
-/// point, the first reader leaves, a second enters (it records the new phase), and
-/// another driver ends the wait and flips to the next, which the second reader holds.
-fn race_the_announcement(at: rcuref::mutants::Point) {
-    if !matches!(at, rcuref::mutants::Point::SleepBeforeAnnounce) || !ARMED4.swap(false, SeqCst) {
+/// Narrows the counter to 4 bits for its life; the default width comes back even when
+/// an assertion fails (the other tests of this binary run at 32 bits).
+struct NarrowCounter;
+impl NarrowCounter {
+    fn new() -> Self {
+        set_gp_bits(4);
+        NarrowCounter
+    }
+}
+impl Drop for NarrowCounter {
+    fn drop(&mut self) {
+        set_gp_bits(32);
+    }
+}
+
+/// The pause hook of `flip_before_the_announcement`, at the sleeper's announcement
+/// point. The first reader leaves (nobody has announced: no wake). With one wait, a
+/// second reader enters (it records the new phase) and another driver ends the wait and
+/// flips to the next, which the second reader holds: the bit changes. With two waits,
+/// another driver ends the sleeper's wait and the next one, and flips to the one after,
+/// held by a second reader: the bit is the same again, the counter two waits on.
+fn race_the_announcement(at: Point) {
+    if !matches!(at, Point::SleepBeforeAnnounce) || !ARMED4.swap(false, SeqCst) {
         return;
     }
-    SECTIONS4.with(|s| {
-        let mut s = s.borrow_mut();
-        s.clear(); // the first reader leaves: nobody has announced, no wake
-        s.push(RCU4.down_read().unwrap());
-    });
-    let c = RCU4.cookie_from_raw(OTHER4.load(SeqCst));
-    assert!(
-        !c.poll(),
-        "the second reader should hold the other driver's next wait"
-    );
+    let d = dom4();
+    SECTIONS4.with(|s| s.borrow_mut().clear());
+    if !TWO_WAITS4.load(SeqCst) {
+        SECTIONS4.with(|s| s.borrow_mut().push(d.down_read().unwrap()));
+        let c = d.cookie_from_raw(OTHER4.load(SeqCst));
+        assert!(
+            !c.poll(),
+            "the second reader should hold the other driver's next wait"
+        );
+    } else {
+        let w = d.gp_counter();
+        assert_eq!(w & 1, 1, "the sleeper sleeps at a wait");
+        let c = d.cookie_from_raw((w + 3) & MASK4);
+        assert!(c.poll());
+        assert_eq!(d.gp_counter(), (w + 3) & MASK4);
+        SECTIONS4.with(|s| s.borrow_mut().push(d.down_read().unwrap()));
+        let c = d.start_poll();
+        OTHER4.store(c.into_raw(), SeqCst);
+        assert!(
+            !c.poll(),
+            "the second reader should hold the wait two after the sleeper's"
+        );
+        assert_eq!(d.gp_counter(), (w + 4) & MASK4);
+    }
 }
 
 /// A sleeping wait chooses the phase bit of its announcement from the counter
-/// (`Rcu::announce_sleep`); between that read and the announcement another driver ends
-/// the wait and flips to the next, held by a section of the other phase. Returns the
-/// wakes that section's unlock sent while the wait slept on it.
-fn flip_before_the_announcement() -> usize {
-    RCU4.set_wake_hook(Some(wake4));
-    SECTIONS4.with(|s| s.borrow_mut().push(RCU4.down_read().unwrap()));
-    OTHER4.store(RCU4.start_poll().into_raw(), SeqCst);
-    rcuref::mutants::set_pause_hook(Some(race_the_announcement));
+/// (`Rcu::announce_sleep`); between that read and the announcement another driver
+/// moves the counter (`race_the_announcement`), `start` waits into the counter's lap.
+/// Returns (wakes sent by the second reader's unlock while the wait slept on it, wakes
+/// sent by a section begun after the flip).
+fn flip_before_the_announcement(start: u32, two_waits: bool) -> (usize, usize) {
+    let d: &'static Rcu<3> = Box::leak(Box::new(Rcu::new()));
+    DOM4.store(d as *const _ as *mut _, SeqCst);
+    for k in 1..=start {
+        assert!(d.cookie_from_raw(k & MASK4).poll());
+    }
+    assert_eq!(d.gp_counter(), start & MASK4);
+    d.set_wake_hook(Some(wake4));
+    TWO_WAITS4.store(two_waits, SeqCst);
+    SECTIONS4.with(|s| s.borrow_mut().push(d.down_read().unwrap()));
+    let mine = if two_waits {
+        d.cookie_from_raw((start + 5) & MASK4)
+    } else {
+        d.start_poll()
+    };
+    OTHER4.store(d.start_poll().into_raw(), SeqCst);
+    set_pause_hook(Some(race_the_announcement));
     let mut woken = None;
-    let mut me = RCU4.reader().unwrap();
-    me.synchronize(|w| {
+    let mut stray = 0;
+    let mut me = d.reader().unwrap();
+    me.cond_synchronize(mine, |w| {
         if w.attempts() == 1 {
             ARMED4.store(true, SeqCst);
         }
         w.sleep(|| {
             if woken.is_none() {
                 // A section that begins now records the phase of the stale bit: its
-                // unlock passes the bit's test and must find, by the counter, that
-                // it holds no wait (`Rcu::wake_for`).
+                // unlock passes the bit's test and must find, by the counter, that it
+                // holds no wait (`Rcu::wake_for`).
                 let before = WAKES4.load(SeqCst);
-                drop(RCU4.down_read().unwrap());
-                assert_eq!(
-                    WAKES4.load(SeqCst),
-                    before,
-                    "a section begun after the flip sent a wake"
-                );
+                drop(d.down_read().unwrap());
+                stray = WAKES4.load(SeqCst) - before;
                 // Asleep on the second reader: its unlock is the wait's only wake.
+                let before = WAKES4.load(SeqCst);
                 SECTIONS4.with(|s| s.borrow_mut().clear());
                 woken = Some(WAKES4.load(SeqCst) - before);
             }
@@ -375,30 +434,61 @@ fn flip_before_the_announcement() -> usize {
         std::ops::ControlFlow::Continue(())
     })
     .unwrap();
-    rcuref::mutants::set_pause_hook(None);
-    assert!(!ARMED4.load(SeqCst), "the pause point was never reached");
-    assert!(RCU4.cookie_from_raw(OTHER4.load(SeqCst)).poll());
-    RCU4.set_wake_hook(None);
-    woken.expect("the wait never slept on the second reader")
+    set_pause_hook(None);
+    assert!(
+        !ARMED4.load(SeqCst),
+        "the pause point was never reached (start {start})"
+    );
+    d.set_wake_hook(None);
+    drop(me);
+    (
+        woken.expect("the wait never slept on the second reader"),
+        stray,
+    )
 }
 
-/// The counter moved to a wait of the other phase between the sleeper's choice of its
-/// announcement bit and the announcement: its check after announcing adds that wait's
-/// bit, so the second reader's unlock wakes it.
+/// The counter moved between the sleeper's choice of its announcement bit and the
+/// announcement, from every counter value of two laps (so across the wrap): by one
+/// wait (the bit changes: the check after announcing adds the new one) and, from each
+/// wait, by two (the bit is the same again). Each time the second reader's unlock wakes
+/// the wait once and a section begun after the flip sends no wake.
 #[test]
 fn a_flip_before_the_announcement_costs_no_wake() {
     let _serial = serial();
-    let woken = flip_before_the_announcement();
-    assert_eq!(woken, 1, "the second reader's unlock sent {woken} wakes");
+    let _narrow = NarrowCounter::new();
+    let mut bad = Vec::new();
+    for start in 0..2 * (MASK4 + 1) {
+        let r = flip_before_the_announcement(start, false);
+        if r != (1, 0) {
+            bad.push(("one wait", start, r));
+        }
+        if start & 1 == 1 {
+            let r = flip_before_the_announcement(start, true);
+            if r != (1, 0) {
+                bad.push(("two waits", start, r));
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "lost or extra wakes (case, start, (woken, stray)): {bad:?}"
+    );
 }
 
 /// The control: without that check (`Mutant::SleepBitNotRechecked`) the unlock skips
-/// the wake path, and nothing else wakes the wait.
+/// the wake path and nothing else wakes the wait, at every start of the two laps.
 #[test]
 fn negative_control_a_stale_announcement_bit_is_caught() {
     let _serial = serial();
+    let _narrow = NarrowCounter::new();
     rcuref::mutants::select(rcuref::mutants::Mutant::SleepBitNotRechecked);
-    let woken = flip_before_the_announcement();
+    let lost: Vec<u32> = (0..2 * (MASK4 + 1))
+        .filter(|&start| flip_before_the_announcement(start, false).0 != 1)
+        .collect();
     rcuref::mutants::select(rcuref::mutants::Mutant::None);
-    assert_eq!(woken, 0, "the variant's lost wake did not happen");
+    assert_eq!(
+        lost.len(),
+        32,
+        "the variant's lost wake did not happen at every start: {lost:?}"
+    );
 }
