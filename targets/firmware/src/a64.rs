@@ -342,15 +342,35 @@ pub mod cores {
     /// it only ends their `wfi`).
     pub const JOB_SGI: u32 = 2;
 
+    /// Looks with IRQs masked (`look`) and sleeps in `wfi` when it finds nothing
+    /// (`None`); returns what it found, with IRQs unmasked again. An interrupt raised
+    /// after the look stays pending, which ends the `wfi` at once (a pending IRQ wakes
+    /// the core, masked or not), and is taken when IRQs are unmasked: the wake that
+    /// `look` missed is not lost. IRQs must be unmasked when it is called.
+    fn wfi_unless<T>(look: impl FnOnce() -> Option<T>) -> Option<T> {
+        // SAFETY: masking IRQs on this core; they are unmasked below on every path
+        // (a panic in `look` cannot unwind past this frame: the firmware's panic
+        // handler never returns).
+        unsafe { core::arch::asm!("msr daifset, #2", options(nostack)) };
+        let found = look();
+        if found.is_none() {
+            // SAFETY: `wfi` waits for an interrupt (pending ones end it at once).
+            unsafe { core::arch::asm!("wfi", options(nostack)) };
+        }
+        // SAFETY: unmasking IRQs on this core takes what is pending; the vector is
+        // installed before any core sleeps here.
+        unsafe { core::arch::asm!("msr daifclr, #2", options(nostack)) };
+        found
+    }
+
     /// A secondary core's loop: runs each new job once, asleep in `wfi` between jobs.
     ///
     /// Asleep, not spinning: QEMU runs each core as a host thread, and on a 2-core host
     /// two idle cores that spin take half the time the two cores of a 2-core job need
     /// (the store-buffering test, whose rounds need both of its cores running at once,
-    /// ran past its 120 s in CI that way). IRQs are masked from the look at the
-    /// generation until after the `wfi`: an SGI raised in between stays pending, which
-    /// ends the `wfi` at once (a pending IRQ wakes the core, masked or not), and is
-    /// taken when they are unmasked. Heavy-fence requests (SGI 1) wake the core alike.
+    /// ran past its 120 s in CI that way). The look at the generation and the `wfi`
+    /// are `wfi_unless`'s, so a job's SGI raised after the look is not lost.
+    /// Heavy-fence requests (SGI 1) wake the core alike.
     pub(super) fn serve(core: usize) -> ! {
         // No job before every core is online (core 0 waits for that before `main`), so
         // the generation of none: a core that read `GENERATION` here, after checking in,
@@ -358,17 +378,12 @@ pub mod cores {
         // for it for ever).
         let mut seen = 0;
         loop {
-            // SAFETY: masking IRQs on this core; they are unmasked below on every path.
-            unsafe { core::arch::asm!("msr daifset, #2", options(nostack)) };
-            let g = GENERATION.load(Acquire);
-            if g == seen {
-                // SAFETY: `wfi` waits for an interrupt (pending ones end it at once);
-                // unmasking IRQs takes what is pending, with the vector installed.
-                unsafe { core::arch::asm!("wfi", "msr daifclr, #2", options(nostack)) };
+            let Some(g) = wfi_unless(|| {
+                let g = GENERATION.load(Acquire);
+                (g != seen).then_some(g)
+            }) else {
                 continue;
-            }
-            // SAFETY: unmasking IRQs on this core; the vector is installed.
-            unsafe { core::arch::asm!("msr daifclr, #2", options(nostack)) };
+            };
             seen = g;
             let p = JOB.load(Relaxed);
             // SAFETY: `JOB` only holds a `fn(usize)` stored by `run_on_all` before the
@@ -384,8 +399,8 @@ pub mod cores {
     /// software generated interrupt 3, through the domain's wake hook. The sleep's two
     /// duties (`rcuref::rcu::Waiting::sleep`): a wake sent after the wait began and
     /// before the `wfi` is remembered by the generation, read before the announcement
-    /// and looked at with IRQs masked, so the SGI of a wake that lands after the look
-    /// stays pending and ends the `wfi` at once (a pending IRQ ends it, masked or not);
+    /// and looked at by `wfi_unless`, so the SGI of a wake that lands after the look
+    /// ends the `wfi` at once;
     /// the bound is any other interrupt of the sleeping core (the timer's tick, which
     /// the caller must keep running: in the full-fence mode an unlock can miss the
     /// announcement).
@@ -416,15 +431,7 @@ pub mod cores {
             // `SeqCst` here and in `wake`: either this load sees the wake's generation
             // or the wake's load of `SLEEPERS` sees this core (store buffering).
             SLEEPERS.fetch_or(1 << current(), SeqCst);
-            // SAFETY: masking IRQs on this core; unmasked below on every path.
-            unsafe { core::arch::asm!("msr daifset, #2", options(nostack)) };
-            if GENERATION.load(SeqCst) == seen {
-                // SAFETY: `wfi` waits for an interrupt (pending ones end it at once);
-                // unmasking IRQs then takes what is pending, with the vector installed.
-                unsafe { core::arch::asm!("wfi", options(nostack)) };
-            }
-            // SAFETY: unmasking IRQs on this core; the vector is installed.
-            unsafe { core::arch::asm!("msr daifclr, #2", options(nostack)) };
+            let _ = super::wfi_unless(|| (GENERATION.load(SeqCst) != seen).then_some(()));
         }
 
         /// The domain's wake hook: moves the generation on and raises the SGI on every
