@@ -346,7 +346,7 @@ fn key(name: &str) -> String {
     format!("{file}:{}", parts.next().unwrap_or_default())
 }
 
-/// The keys listed in the equivalents file: lines `- `<key>` — reason`.
+/// The keys listed in the equivalents file: lines ``- `<key>` — reason``.
 fn equivalents(path: &Path) -> Result<BTreeMap<String, String>, String> {
     let text = fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut map = BTreeMap::new();

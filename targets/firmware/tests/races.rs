@@ -61,7 +61,7 @@ mod tests {
             };
             while iters < min_iters
                 || tick::ticks() < min_ticks
-                || (iters % 1024 != 0 || !raced(thread_bumps))
+                || (!iters.is_multiple_of(1024) || !raced(thread_bumps))
             {
                 assert!(A32.get() && A64.get(), "thread get failed on a live count");
                 A32.inc();

@@ -122,7 +122,7 @@ async fn thread_reader(cell: &'static RcuCell<'static, Config, 2>) {
         || HELD_ACROSS_AWAIT.load(Relaxed) < 50
     {
         n += 1;
-        if n % 8 == 0 {
+        if n.is_multiple_of(8) {
             let g = AT_THREAD.lock();
             let c = cell.load(&g);
             let (v, ok) = (c.version, check(c));

@@ -228,7 +228,7 @@ extern "C" fn core1_reset() -> ! {
     let mut n = 0u32;
     while !DONE.load(Acquire) {
         n += 1;
-        read(if n % 200 == 0 { 60 } else { 0 });
+        read(if n.is_multiple_of(200) { 60 } else { 0 });
         READS[1].fetch_add(1, Relaxed);
     }
     loop {

@@ -202,7 +202,7 @@ fn reader_hart() -> ! {
     let mut n = 0u32;
     while !DONE.load(Acquire) {
         n += 1;
-        let long = n % 200 == 0;
+        let long = n.is_multiple_of(200);
         read(if long { 5 * TICKS_PER_MS } else { 20 });
         READS[1].fetch_add(1, Relaxed);
     }
