@@ -13,6 +13,15 @@
 //!   through core 0's own reader (no slot of its own: four slots for four cores) for a
 //!   free buffer, with a [`StallDetector`] on the generic timer's counter: when a grace
 //!   period takes longer than 5 ms, it reports which slots hold it up.
+//! * **The writer sleeps** while a grace period is held up (after 100 attempts): in
+//!   `wfi`, until the unlock of a section that holds its wait calls the domain's wake
+//!   hook, which raises software generated interrupt 1 on core 0
+//!   ([`Rcu::set_wake_hook`], [`Waiting::sleep`](rcuref::rcu::Waiting::sleep)). A wake
+//!   that lands between the wait's announcement and the `wfi` is remembered by a
+//!   generation read before the announcement and looked at with IRQs masked (its SGI
+//!   then stays pending and ends the `wfi` at once). The sleep's bound is core 0's own
+//!   timer tick: in this build (the full fence: no heavy fence registered) an unlock
+//!   can miss the announcement in a window of a few instructions.
 //! * **Core 3**, now and then, stays in a section for 20 ms: at least three stall reports
 //!   must name its slot (slot 3), and none may name slot 0: the writer waits through it,
 //!   and core 0's timer interrupt, which nests a section on it while the writer waits,
@@ -29,13 +38,14 @@
 //!
 //! Every read checks that the table is whole and does not change under it. The run
 //! prints a summary and exits 0, or 1 on a violation (or a stall report naming the wrong
-//! slot).
+//! slot, or a writer never woken by a reader's SGI).
 //!
 //! Run: `cargo run -p rcuref-example-aarch64-kernel --release --target aarch64-unknown-none`
 //! (the runner boots it with `qemu-system-aarch64 -machine virt -cpu cortex-a53 -smp 4`).
 #![no_std]
 #![no_main]
 
+use core::ops::ControlFlow;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering::*};
 use defmt_semihosting as _;
 use rcuref::rcu::{PerCpu, Rcu, RcuValue, StallDetector};
@@ -137,6 +147,8 @@ const GICD: usize = 0x0800_0000;
 const GICC: usize = 0x0801_0000;
 /// The EL1 physical timer's interrupt (PPI 14).
 const TIMER_INTID: u32 = 30;
+/// The software generated interrupt a reader's wake raises on the sleeping writer's core.
+const WAKE_SGI: u32 = 1;
 
 fn mmio_write(addr: usize, v: u32) {
     // SAFETY: an aligned GICv2 register of QEMU `virt` (device memory with the MMU off).
@@ -154,9 +166,53 @@ fn mmio_read(addr: usize) -> u32 {
 fn gic_init_this_core() {
     mmio_write(GICC + 0x04, 0xF0); // GICC_PMR: every priority passes
     mmio_write(GICC, 1); // GICC_CTLR
-    mmio_write(GICD + 0x100, 1 << TIMER_INTID); // GICD_ISENABLER0 (this core's bank)
-                                                // SAFETY: the vector table is installed (`_start`); unmasking IRQs on this core.
+    mmio_write(GICD + 0x100, 1 << TIMER_INTID | 1 << WAKE_SGI); // GICD_ISENABLER0 (this core's bank)
+                                                                // SAFETY: the vector table is installed (`_start`); unmasking IRQs on this core.
     unsafe { core::arch::asm!("msr daifclr, #2", options(nostack)) };
+}
+
+// ---- the writer's sleep and its wake ------------------------------------------------
+
+/// Moved on by every wake; the writer reads it before a wait's announcement.
+static WAKE_GENERATION: AtomicU32 = AtomicU32::new(0);
+/// Whether the writer (core 0) may be asleep in `wfi`.
+static WRITER_ASLEEP: AtomicBool = AtomicBool::new(false);
+/// Sleeps of the writer, and the wake SGIs core 0 took.
+static SLEEPS: AtomicU32 = AtomicU32::new(0);
+static WAKE_SGIS: AtomicU32 = AtomicU32::new(0);
+
+/// The domain's wake hook: the outermost unlock of a section that holds a sleeping wait
+/// calls it, on any core, in a thread or in an interrupt handler (no lock, no wait).
+fn wake_writer() {
+    // `SeqCst` here and in `sleep_until_woken`: either the sleeper's look sees the new
+    // generation or this load sees the sleeper (store buffering, both sides ordered).
+    WAKE_GENERATION.fetch_add(1, SeqCst);
+    if WRITER_ASLEEP.load(SeqCst) {
+        // DSB: the generation is visible before the interrupt is.
+        // SAFETY: a barrier.
+        unsafe { core::arch::asm!("dsb ish", options(nostack)) };
+        mmio_write(GICD + 0xF00, 1 << 16 | WAKE_SGI); // GICD_SGIR: to CPU interface 0
+    }
+}
+
+/// The writer's sleep (`Waiting::sleep`'s closure): `wfi` unless a wake has come since
+/// `seen` was read (before the announcement). IRQs are masked from the look to the
+/// `wfi`: an SGI raised after the look stays pending, ends the `wfi` at once, and is
+/// taken when they are unmasked. Any other interrupt of core 0 (its tick) also ends it:
+/// the bound.
+fn sleep_until_woken(seen: u32) {
+    SLEEPS.fetch_add(1, Relaxed);
+    WRITER_ASLEEP.store(true, SeqCst);
+    // SAFETY: masking IRQs on this core; unmasked below on every path.
+    unsafe { core::arch::asm!("msr daifset, #2", options(nostack)) };
+    if WAKE_GENERATION.load(SeqCst) == seen {
+        // SAFETY: `wfi` waits for an interrupt (a pending one ends it at once).
+        unsafe { core::arch::asm!("wfi", options(nostack)) };
+    }
+    // SAFETY: unmasking IRQs on this core takes what is pending; the vector is
+    // installed (`_start`).
+    unsafe { core::arch::asm!("msr daifclr, #2", options(nostack)) };
+    WRITER_ASLEEP.store(false, Relaxed);
 }
 
 // ---- readers ---------------------------------------------------------------------------
@@ -212,6 +268,8 @@ extern "C" fn kernel_irq() {
         read(0);
         IRQ_READS[c].fetch_add(1, Relaxed);
         arm_timer(per_ms() / 2);
+    } else if iar & 0x3FF == WAKE_SGI {
+        WAKE_SGIS.fetch_add(1, Relaxed); // taking it has ended the writer's `wfi`
     }
     if iar & 0x3FF < 1020 {
         mmio_write(GICC + 0x10, iar); // end of interrupt
@@ -227,7 +285,7 @@ extern "C" fn kernel_secondary(c: usize) -> ! {
     let mut n = 0u32;
     while !DONE.load(Acquire) {
         n += 1;
-        let long = c == 3 && n % 2_000 == 0;
+        let long = c == 3 && n.is_multiple_of(2_000);
         read(if long { 20 * per_ms() } else { 600 });
         READS[c].fetch_add(1, Relaxed);
     }
@@ -287,10 +345,12 @@ extern "C" fn kernel_main() -> ! {
             CLEARED.fetch_add(1, Relaxed);
         }
     });
+    RCU.set_wake_hook(Some(wake_writer));
     let deadline = now() + 30_000 * ms;
     let enough = |published: u32| {
         published >= 1_000
             && NAMED_LONG.load(Relaxed) >= 3
+            && WAKE_SGIS.load(Relaxed) >= 3
             && IRQ_READS.iter().all(|r| r.load(Relaxed) >= 20)
             && NESTED_IRQS.load(Relaxed) >= 1
     };
@@ -299,7 +359,15 @@ extern "C" fn kernel_main() -> ! {
         gen += 1;
         let mut value = Routes::new(gen);
         loop {
-            match ROUTES.replace(writer, value, stall.hook()) {
+            let hook = |w: &rcuref::rcu::Waiting<'_, '_, CORES>| {
+                stall.observe(w)?;
+                if w.attempts() > 100 {
+                    let seen = WAKE_GENERATION.load(SeqCst);
+                    w.sleep(|| sleep_until_woken(seen));
+                }
+                ControlFlow::Continue(())
+            };
+            match ROUTES.replace(writer, value, hook) {
                 Ok(()) => break,
                 Err(r) => value = r.value, // Busy cannot happen (one writer): retry
             }
@@ -326,6 +394,11 @@ extern "C" fn kernel_main() -> ! {
         NESTED_IRQS.load(Relaxed)
     );
     defmt::info!(
+        "the writer slept {=u32} times in wfi and took {=u32} wake SGIs from readers' unlocks (the other sleeps ended at its tick, or found their wake already come)",
+        SLEEPS.load(Relaxed),
+        WAKE_SGIS.load(Relaxed)
+    );
+    defmt::info!(
         "{=u32} stalls reported: {=u32} naming slot 3 (the long holder), {=u32} a descheduled vCPU's, {=u32} cleared before the slots were read, {=u32} a slot that never holds one; {=u32} violations",
         STALLS.load(Relaxed),
         NAMED_LONG.load(Relaxed),
@@ -336,6 +409,9 @@ extern "C" fn kernel_main() -> ! {
     );
     if !all_seen {
         defmt::error!("not everything happened within 30 s of the generic timer");
+        if WAKE_SGIS.load(Relaxed) < 3 {
+            defmt::error!("the sleeping writer was not woken by three readers' unlocks");
+        }
     }
     semihosting::process::exit(if v == 0 && wrong == 0 && all_seen {
         0
