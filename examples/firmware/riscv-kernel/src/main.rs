@@ -8,6 +8,16 @@
 //!   through hart 0's own reader (no slot of its own) for buffers with
 //!   [`RcuValue::replace`] and a [`StallDetector`] on the CLINT's `mtime`: when a grace
 //!   period takes longer than 2 ms, it reports which slots hold it up.
+//! * **The writer sleeps** while a grace period is held up (after 100 attempts): in
+//!   `wfi`, until the unlock of a section that holds its wait calls the domain's wake
+//!   hook, which raises hart 0's machine software interrupt through the CLINT's `msip`
+//!   ([`Rcu::set_wake_hook`], [`Waiting::sleep`](rcuref::rcu::Waiting::sleep)). A wake
+//!   that lands between the wait's announcement and the `wfi` is remembered by a
+//!   generation read before the announcement and looked at with interrupts off
+//!   (`mstatus.MIE`): the pending interrupt then ends the `wfi` at once (`wfi` ends on
+//!   any pending interrupt enabled in `mie`, whatever `mstatus.MIE` says). The sleep's
+//!   bound is hart 0's own timer trap: in this build (the full fence: no heavy fence
+//!   registered) an unlock can miss the announcement in a window of a few instructions.
 //! * **Hart 1**, now and then, stays in a section for 5 ms: the stall reports must name
 //!   its slot (slot 1), and nothing else. Not slot 0 either, though the writer waits
 //!   through it and hart 0's timer trap nests sections on it while the writer waits: a
@@ -19,16 +29,18 @@
 //!   [`harts::Harts`](rcuref::harts::Harts), registered here by the binary.
 //!
 //! Every read checks that the table is whole and does not change under it. The run prints
-//! a summary and exits 0, or 1 on a violation (or a stall report naming the wrong slot).
+//! a summary and exits 0, or 1 on a violation (or a stall report naming the wrong slot,
+//! or a writer never woken by a reader's interrupt).
 //!
 //! Run: `cargo run -p rcuref-example-riscv-kernel --release --target riscv64gc-unknown-none-elf`
 //! (or `riscv32imac-unknown-none-elf`: `mtime` and `mtimecmp` are then accessed in halves).
 #![no_std]
 #![no_main]
 
+use core::ops::ControlFlow;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering::*};
 use defmt_semihosting as _;
-use rcuref::rcu::{ContextReader, PerCpu, Rcu, RcuValue, StallDetector};
+use rcuref::rcu::{ContextReader, PerCpu, Rcu, RcuValue, StallDetector, Waiting};
 use riscv::interrupt::Interrupt;
 
 critical_section::set_impl!(rcuref::harts::Harts);
@@ -87,6 +99,7 @@ static ROUTES: RcuValue<'static, Routes, 2, 2> = RcuValue::new(&RCU, Routes::new
 
 // ---- the CLINT of QEMU `virt` ----------------------------------------------------------
 
+const MSIP: usize = 0x0200_0000;
 const MTIME: usize = 0x0200_BFF8;
 const MTIMECMP: usize = 0x0200_4000;
 const TICKS_PER_MS: u64 = 10_000; // mtime runs at 10 MHz on `virt`
@@ -139,6 +152,63 @@ fn arm_timer(hart: usize, after: u64) {
 
 fn hart_id() -> usize {
     riscv::register::mhartid::read()
+}
+
+/// Raises (1) or clears (0) hart `hart`'s machine software interrupt.
+fn msip(hart: usize, v: u32) {
+    // SAFETY: hart `hart`'s MSIP word of the CLINT (`hart` < 2): an aligned,
+    // always-writable MMIO register; writing it only raises or clears that interrupt.
+    unsafe { core::ptr::write_volatile((MSIP + 4 * hart) as *mut u32, v) }
+}
+
+// ---- the writer's sleep and its wake -------------------------------------------------
+
+/// Moved on by every wake; the writer reads it before a wait's announcement.
+static WAKE_GENERATION: AtomicU32 = AtomicU32::new(0);
+/// Whether the writer (hart 0) may be asleep in `wfi`.
+static WRITER_ASLEEP: AtomicBool = AtomicBool::new(false);
+/// Sleeps of the writer, and the wake interrupts hart 0 took.
+static SLEEPS: AtomicU32 = AtomicU32::new(0);
+static WAKE_IPIS: AtomicU32 = AtomicU32::new(0);
+
+/// The domain's wake hook: the outermost unlock of a section that holds a sleeping wait
+/// calls it, on either hart, in a thread or in a trap handler (no lock, no wait).
+fn wake_writer() {
+    // `SeqCst` here and in `sleep_until_woken`: either the sleeper's look sees the new
+    // generation or this load sees the sleeper (store buffering, both sides ordered).
+    WAKE_GENERATION.fetch_add(1, SeqCst);
+    if WRITER_ASLEEP.load(SeqCst) {
+        // The generation is visible before the interrupt is (memory before MMIO).
+        // SAFETY: a fence instruction: no memory access, no register state.
+        unsafe { core::arch::asm!("fence rw, o") };
+        msip(0, 1);
+    }
+}
+
+/// The wake's interrupt on hart 0: clears it and counts it (taking it has ended the
+/// writer's `wfi`).
+#[riscv_rt::core_interrupt(Interrupt::MachineSoft)]
+fn machine_soft() {
+    msip(hart_id(), 0);
+    WAKE_IPIS.fetch_add(1, Relaxed);
+}
+
+/// The writer's sleep (`Waiting::sleep`'s closure): `wfi` unless a wake has come since
+/// `seen` was read (before the announcement). Interrupts are off from the look to the
+/// `wfi`: one raised after the look stays pending, ends the `wfi` at once, and is taken
+/// when they are on again. Any other interrupt of hart 0 (its timer) also ends it: the
+/// bound.
+fn sleep_until_woken(seen: u32) {
+    SLEEPS.fetch_add(1, Relaxed);
+    WRITER_ASLEEP.store(true, SeqCst);
+    riscv::interrupt::disable();
+    if WAKE_GENERATION.load(SeqCst) == seen {
+        riscv::asm::wfi();
+    }
+    // SAFETY: interrupts were on when the wait's hook called this (the writer runs with
+    // them on); the handlers are installed (riscv-rt's trap vector).
+    unsafe { riscv::interrupt::enable() };
+    WRITER_ASLEEP.store(false, Relaxed);
 }
 
 // ---- readers -------------------------------------------------------------------------
@@ -215,6 +285,11 @@ fn reader_hart() -> ! {
 /// buffer when both are still held, until every kind of event has been seen enough.
 fn writer_hart() -> ! {
     start_timer(0);
+    core::hint::black_box(__riscv_rt_machine_soft as extern "C" fn()); // keep the handler
+                                                                       // SAFETY: enabling this hart's machine software interrupt: its handler above is
+                                                                       // installed and touches only an atomic and this hart's MSIP word.
+    unsafe { riscv::register::mie::set_msoft() };
+    RCU.set_wake_hook(Some(wake_writer));
     let writer = my_reader(); // hart 0's: the writer needs no slot of its own
     let mut stall = StallDetector::new(mtime, 2 * TICKS_PER_MS, |waited, holdouts| {
         STALLS.fetch_add(1, Relaxed);
@@ -247,13 +322,22 @@ fn writer_hart() -> ! {
             && TRAP_READS[0].load(Relaxed) >= 20
             && TRAP_READS[1].load(Relaxed) >= 20
             && NESTED_TRAPS.load(Relaxed) >= 1
+            && WAKE_IPIS.load(Relaxed) >= 3
     };
     let mut gen = 0u32;
     while !enough(published) && mtime() < deadline {
         gen += 1;
         let mut value = Routes::new(gen);
         loop {
-            match ROUTES.replace(writer, value, stall.hook()) {
+            let hook = |w: &Waiting<'_, '_, 2>| {
+                stall.observe(w)?;
+                if w.attempts() > 100 {
+                    let seen = WAKE_GENERATION.load(SeqCst);
+                    w.sleep(|| sleep_until_woken(seen));
+                }
+                ControlFlow::Continue(())
+            };
+            match ROUTES.replace(writer, value, hook) {
                 Ok(()) => break,
                 Err(r) => value = r.value, // Busy cannot happen (one writer); retry
             }
@@ -284,8 +368,16 @@ fn writer_hart() -> ! {
         wrong,
         v
     );
+    defmt::info!(
+        "the writer slept {=u32} times in wfi and took {=u32} wake interrupts from readers' unlocks (the other sleeps ended at its timer, or found their wake already come)",
+        SLEEPS.load(Relaxed),
+        WAKE_IPIS.load(Relaxed)
+    );
     if !all_seen {
         defmt::error!("not everything happened within 20 s of mtime");
+        if WAKE_IPIS.load(Relaxed) < 3 {
+            defmt::error!("the sleeping writer was not woken by three readers' unlocks");
+        }
     }
     let ok = v == 0 && wrong == 0 && all_seen;
     semihosting::process::exit(if ok { 0 } else { 1 })
