@@ -343,23 +343,28 @@ pub mod cores {
     pub const JOB_SGI: u32 = 2;
 
     /// Looks with IRQs masked (`look`) and sleeps in `wfi` when it finds nothing
-    /// (`None`); returns what it found, with IRQs unmasked again. An interrupt raised
-    /// after the look stays pending, which ends the `wfi` at once (a pending IRQ wakes
-    /// the core, masked or not), and is taken when IRQs are unmasked: the wake that
-    /// `look` missed is not lost. IRQs must be unmasked when it is called.
+    /// (`None`); returns what it found, with the IRQ mask as it was. An interrupt
+    /// raised after the look stays pending, which ends the `wfi` at once (a pending
+    /// IRQ wakes the core, masked or not), and is taken once IRQs are unmasked: the
+    /// wake that `look` missed is not lost. Called with IRQs unmasked (both callers
+    /// are), the interrupt is taken on return; called with them masked, it stays
+    /// pending for the caller's unmask, and a later call returns at once.
     fn wfi_unless<T>(look: impl FnOnce() -> Option<T>) -> Option<T> {
-        // SAFETY: masking IRQs on this core; they are unmasked below on every path
-        // (a panic in `look` cannot unwind past this frame: the firmware's panic
-        // handler never returns).
-        unsafe { core::arch::asm!("msr daifset, #2", options(nostack)) };
+        let daif: u64;
+        // SAFETY: reading this core's interrupt masks, then masking IRQs; the masks are
+        // restored below on every path (a panic in `look` cannot unwind past this
+        // frame: the firmware's panic handler never returns).
+        unsafe {
+            core::arch::asm!("mrs {}, daif", "msr daifset, #2", out(reg) daif, options(nostack))
+        };
         let found = look();
         if found.is_none() {
             // SAFETY: `wfi` waits for an interrupt (pending ones end it at once).
             unsafe { core::arch::asm!("wfi", options(nostack)) };
         }
-        // SAFETY: unmasking IRQs on this core takes what is pending; the vector is
-        // installed before any core sleeps here.
-        unsafe { core::arch::asm!("msr daifclr, #2", options(nostack)) };
+        // SAFETY: restoring the masks read above; where that unmasks IRQs, what is
+        // pending is taken, with the vector installed before any core sleeps here.
+        unsafe { core::arch::asm!("msr daif, {}", in(reg) daif, options(nostack)) };
         found
     }
 
@@ -425,13 +430,18 @@ pub mod cores {
         }
 
         /// Sleeps in `wfi` unless a wake has come since `seen` was read; returns on a
-        /// wake or on any other interrupt of this core (the bound). IRQs must be
-        /// unmasked when it is called (they are unmasked again on return).
+        /// wake or on any other interrupt of this core (the bound), with the IRQ mask
+        /// as it was (call it with IRQs unmasked: `wfi_unless`).
         pub fn sleep(seen: u32) {
+            let me = 1 << current();
             // `SeqCst` here and in `wake`: either this load sees the wake's generation
             // or the wake's load of `SLEEPERS` sees this core (store buffering).
-            SLEEPERS.fetch_or(1 << current(), SeqCst);
+            SLEEPERS.fetch_or(me, SeqCst);
             let _ = super::wfi_unless(|| (GENERATION.load(SeqCst) != seen).then_some(()));
+            // Awake: later wakes need not interrupt this core until it sleeps again
+            // (the next sleep announces itself before its look). A wake that read the
+            // bit before this clears it still raises its SGI: taken while awake.
+            SLEEPERS.fetch_and(!me, Relaxed);
         }
 
         /// The domain's wake hook: moves the generation on and raises the SGI on every

@@ -540,6 +540,49 @@ mod tests {
         pub fn no_sgi() {}
     }
 
+    /// The sleep's first duty (`Waiting::sleep`): a wake sent after the generation was
+    /// read and before the sleep begins ends the sleep at once, with no interrupt (the
+    /// wake sends no SGI: no core has announced itself yet). Returns the fewest timer
+    /// ticks that `sleep` took in five tries (a tick can land in a try by chance; a
+    /// sleep that misses the wake takes one in every try, as nothing else wakes it).
+    #[cfg(all(target_arch = "aarch64", rcuref_fw_tick))]
+    fn ticks_through_a_sleep_woken_before_it_began(sleep: fn(u32)) -> u32 {
+        use rcuref_firmware::{cores::wake, tick};
+        tick::start(119_999, || {});
+        let mut fewest = u32::MAX;
+        for _ in 0..5 {
+            let seen = wake::generation();
+            wake::wake();
+            let before = tick::ticks();
+            sleep(seen);
+            fewest = fewest.min(tick::ticks() - before);
+        }
+        tick::stop();
+        fewest
+    }
+
+    #[cfg(all(target_arch = "aarch64", rcuref_fw_tick))]
+    #[test]
+    fn a_wake_before_the_sleep_ends_it_at_once() {
+        let ticks =
+            ticks_through_a_sleep_woken_before_it_began(rcuref_firmware::cores::wake::sleep);
+        assert_eq!(ticks, 0, "every sleep waited for the timer");
+    }
+
+    /// The control: a sleep that goes to `wfi` without looking at the generation (the
+    /// bug the first duty forbids) waits for the timer's tick in every try.
+    #[cfg(all(target_arch = "aarch64", rcuref_fw_tick))]
+    #[test]
+    fn control_a_sleep_that_ignores_the_generation_waits_for_the_tick() {
+        fn bare_wfi(_seen: u32) {
+            // SAFETY: `wfi` waits for an interrupt; IRQs are unmasked (the test runs
+            // in thread mode with the timer's interrupt enabled), so it returns.
+            unsafe { core::arch::asm!("wfi", options(nostack)) };
+        }
+        let ticks = ticks_through_a_sleep_woken_before_it_began(bare_wfi);
+        assert!(ticks >= 1, "a bare wfi returned without an interrupt");
+    }
+
     /// The firmware's sleep: every round's sleep is ended by the wake SGI of the reader's
     /// unlock, not by the timer's bound (the control below tells the two apart).
     #[cfg(all(target_arch = "aarch64", rcuref_fw_tick))]

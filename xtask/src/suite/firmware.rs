@@ -303,13 +303,16 @@ fn firmware_cfg(target: &str, dual_core: bool) -> (bool, bool) {
 
 /// The on-target suites (targets/firmware/tests/), by what they need:
 /// file_ref 8; races: 1 with a tick, 3 with cores (+1 in release); rcu: 20, +3 with a
-/// tick, +1 with cores, +1 with both; pool: 3, +2 with a tick, +1 with cores.
+/// tick, +1 with cores, +1 with both, +4 on AArch64 (the `wfi` sleep's: a wake before
+/// the sleep, a writer woken by an unlock, and their controls); pool: 3, +2 with a tick,
+/// +1 with cores.
 fn firmware_tests(target: &str, dual_core: bool, release: bool) -> u64 {
     let (tick, cores) = firmware_cfg(target, dual_core);
     let n = |c: bool, k: u64| if c { k } else { 0 };
     let file_ref = 8;
     let races = n(tick, 1) + n(cores, 3) + n(cores && release, 1);
-    let rcu = 20 + n(tick, 3) + n(cores, 1) + n(tick && cores, 1);
+    let rcu =
+        20 + n(tick, 3) + n(cores, 1) + n(tick && cores, 1) + n(target.starts_with("aarch64"), 4);
     let pool = 3 + n(tick, 2) + n(cores, 1);
     file_ref + races + rcu + pool
 }
