@@ -19,9 +19,10 @@
 //!   ([`Rcu::set_wake_hook`], [`Waiting::sleep`](rcuref::rcu::Waiting::sleep)). A wake
 //!   that lands between the wait's announcement and the `wfi` is remembered by a
 //!   generation read before the announcement and looked at with IRQs masked (its SGI
-//!   then stays pending and ends the `wfi` at once). The sleep's bound is core 0's own
-//!   timer tick: in this build (the full fence: no heavy fence registered) an unlock
-//!   can miss the announcement in a window of a few instructions.
+//!   then stays pending and ends the `wfi` at once); core 0 checks that at boot (a wake
+//!   sent before the sleep must end it with no interrupt). The sleep's bound is core
+//!   0's own timer tick: in this build (the full fence: no heavy fence registered) an
+//!   unlock can miss the announcement in a window of a few instructions.
 //! * **Core 3**, now and then, stays in a section for 20 ms: at least three stall reports
 //!   must name its slot (slot 3), and none may name slot 0: the writer waits through it,
 //!   and core 0's timer interrupt, which nests a section on it while the writer waits,
@@ -38,7 +39,8 @@
 //!
 //! Every read checks that the table is whole and does not change under it. The run
 //! prints a summary and exits 0, or 1 on a violation (or a stall report naming the wrong
-//! slot, or a writer never woken by a reader's SGI).
+//! slot, a sleep that misses a wake sent before it, or a writer never woken by a
+//! reader's SGI).
 //!
 //! Run: `cargo run -p rcuref-example-aarch64-kernel --release --target aarch64-unknown-none`
 //! (the runner boots it with `qemu-system-aarch64 -machine virt -cpu cortex-a53 -smp 4`).
@@ -199,20 +201,40 @@ fn wake_writer() {
 /// `seen` was read (before the announcement). IRQs are masked from the look to the
 /// `wfi`: an SGI raised after the look stays pending, ends the `wfi` at once, and is
 /// taken when they are unmasked. Any other interrupt of core 0 (its tick) also ends it:
-/// the bound.
+/// the bound. Returns with the IRQ mask as it was; call it with IRQs unmasked (with
+/// them masked, the interrupt that ends the `wfi` stays pending until the caller
+/// unmasks them).
 fn sleep_until_woken(seen: u32) {
-    SLEEPS.fetch_add(1, Relaxed);
     WRITER_ASLEEP.store(true, SeqCst);
-    // SAFETY: masking IRQs on this core; unmasked below on every path.
-    unsafe { core::arch::asm!("msr daifset, #2", options(nostack)) };
+    let daif: u64;
+    // SAFETY: reading this core's interrupt masks, then masking IRQs; restored below.
+    unsafe { core::arch::asm!("mrs {}, daif", "msr daifset, #2", out(reg) daif, options(nostack)) };
     if WAKE_GENERATION.load(SeqCst) == seen {
         // SAFETY: `wfi` waits for an interrupt (a pending one ends it at once).
         unsafe { core::arch::asm!("wfi", options(nostack)) };
     }
-    // SAFETY: unmasking IRQs on this core takes what is pending; the vector is
-    // installed (`_start`).
-    unsafe { core::arch::asm!("msr daifclr, #2", options(nostack)) };
+    // SAFETY: restoring the masks read above; where that unmasks IRQs, what is pending
+    // is taken, with the vector installed (`_start`).
+    unsafe { core::arch::asm!("msr daif, {}", in(reg) daif, options(nostack)) };
+    // Awake. A wake that read the flag before this store still raises its SGI, which
+    // core 0 then takes awake (counted with the others).
     WRITER_ASLEEP.store(false, Relaxed);
+}
+
+/// The sleep's first duty, checked at boot: a wake sent after the generation was read
+/// and before the sleep began ends the sleep at once, with no interrupt (the flag is
+/// not set yet, so the wake raises no SGI: only the generation tells the sleep). Five
+/// tries, one must take no interrupt (the tick can land in a try by chance; a sleep
+/// that misses the wake waits for the tick in every try).
+fn sleep_keeps_an_early_wake() -> bool {
+    let interrupts = || IRQ_READS[0].load(Relaxed) + WAKE_SGIS.load(Relaxed);
+    (0..5).any(|_| {
+        let seen = WAKE_GENERATION.load(SeqCst);
+        wake_writer();
+        let before = interrupts();
+        sleep_until_woken(seen);
+        interrupts() == before
+    })
 }
 
 // ---- readers ---------------------------------------------------------------------------
@@ -269,7 +291,9 @@ extern "C" fn kernel_irq() {
         IRQ_READS[c].fetch_add(1, Relaxed);
         arm_timer(per_ms() / 2);
     } else if iar & 0x3FF == WAKE_SGI {
-        WAKE_SGIS.fetch_add(1, Relaxed); // taking it has ended the writer's `wfi`
+        // Taking it has ended the writer's `wfi`, or (a wake that read the flag just
+        // before the writer cleared it) arrives while the writer is awake.
+        WAKE_SGIS.fetch_add(1, Relaxed);
     }
     if iar & 0x3FF < 1020 {
         mmio_write(GICC + 0x10, iar); // end of interrupt
@@ -345,6 +369,10 @@ extern "C" fn kernel_main() -> ! {
             CLEARED.fetch_add(1, Relaxed);
         }
     });
+    if !sleep_keeps_an_early_wake() {
+        defmt::error!("the sleep waited for an interrupt although its wake had come before it");
+        semihosting::process::exit(1);
+    }
     RCU.set_wake_hook(Some(wake_writer));
     let deadline = now() + 30_000 * ms;
     let enough = |published: u32| {
@@ -363,7 +391,10 @@ extern "C" fn kernel_main() -> ! {
                 stall.observe(w)?;
                 if w.attempts() > 100 {
                     let seen = WAKE_GENERATION.load(SeqCst);
-                    w.sleep(|| sleep_until_woken(seen));
+                    w.sleep(|| {
+                        SLEEPS.fetch_add(1, Relaxed);
+                        sleep_until_woken(seen)
+                    });
                 }
                 ControlFlow::Continue(())
             };
@@ -394,7 +425,7 @@ extern "C" fn kernel_main() -> ! {
         NESTED_IRQS.load(Relaxed)
     );
     defmt::info!(
-        "the writer slept {=u32} times in wfi and took {=u32} wake SGIs from readers' unlocks (the other sleeps ended at its tick, or found their wake already come)",
+        "the writer slept {=u32} times in wfi and took {=u32} wake SGIs from readers' unlocks (the other sleeps ended at its tick, or found their wake already come; an SGI can also land just after a sleep)",
         SLEEPS.load(Relaxed),
         WAKE_SGIS.load(Relaxed)
     );

@@ -15,8 +15,9 @@
 //!   that lands between the wait's announcement and the `wfi` is remembered by a
 //!   generation read before the announcement and looked at with interrupts off
 //!   (`mstatus.MIE`): the pending interrupt then ends the `wfi` at once (`wfi` ends on
-//!   any pending interrupt enabled in `mie`, whatever `mstatus.MIE` says). The sleep's
-//!   bound is hart 0's own timer trap: in this build (the full fence: no heavy fence
+//!   any pending interrupt enabled in `mie`, whatever `mstatus.MIE` says); hart 0
+//!   checks that at boot (a wake sent before the sleep must end it with no interrupt).
+//!   The sleep's bound is hart 0's own timer trap: in this build (the full fence: no heavy fence
 //!   registered) an unlock can miss the announcement in a window of a few instructions.
 //! * **Hart 1**, now and then, stays in a section for 5 ms: the stall reports must name
 //!   its slot (slot 1), and nothing else. Not slot 0 either, though the writer waits
@@ -30,7 +31,8 @@
 //!
 //! Every read checks that the table is whole and does not change under it. The run prints
 //! a summary and exits 0, or 1 on a violation (or a stall report naming the wrong slot,
-//! or a writer never woken by a reader's interrupt).
+//! a sleep that misses a wake sent before it, or a writer never woken by a reader's
+//! interrupt).
 //!
 //! Run: `cargo run -p rcuref-example-riscv-kernel --release --target riscv64gc-unknown-none-elf`
 //! (or `riscv32imac-unknown-none-elf`: `mtime` and `mtimecmp` are then accessed in halves).
@@ -186,7 +188,8 @@ fn wake_writer() {
 }
 
 /// The wake's interrupt on hart 0: clears it and counts it (taking it has ended the
-/// writer's `wfi`).
+/// writer's `wfi`, or, for a wake that read the flag just before the writer cleared
+/// it, it arrives while the writer is awake).
 #[riscv_rt::core_interrupt(Interrupt::MachineSoft)]
 fn machine_soft() {
     msip(hart_id(), 0);
@@ -197,18 +200,41 @@ fn machine_soft() {
 /// `seen` was read (before the announcement). Interrupts are off from the look to the
 /// `wfi`: one raised after the look stays pending, ends the `wfi` at once, and is taken
 /// when they are on again. Any other interrupt of hart 0 (its timer) also ends it: the
-/// bound.
+/// bound. Returns with `mstatus.MIE` as it was; call it with interrupts on (with them
+/// off, the interrupt that ends the `wfi` stays pending until the caller turns them
+/// on).
 fn sleep_until_woken(seen: u32) {
-    SLEEPS.fetch_add(1, Relaxed);
     WRITER_ASLEEP.store(true, SeqCst);
+    let was_on = riscv::register::mstatus::read().mie();
     riscv::interrupt::disable();
     if WAKE_GENERATION.load(SeqCst) == seen {
         riscv::asm::wfi();
     }
-    // SAFETY: interrupts were on when the wait's hook called this (the writer runs with
-    // them on); the handlers are installed (riscv-rt's trap vector).
-    unsafe { riscv::interrupt::enable() };
+    if was_on {
+        // SAFETY: interrupts were on when this was called (so turning them on again
+        // breaks no caller's critical section); the handlers are installed (riscv-rt's
+        // trap vector).
+        unsafe { riscv::interrupt::enable() };
+    }
+    // Awake. A wake that read the flag before this store still raises the interrupt,
+    // which hart 0 then takes awake (counted with the others).
     WRITER_ASLEEP.store(false, Relaxed);
+}
+
+/// The sleep's first duty, checked at boot: a wake sent after the generation was read
+/// and before the sleep began ends the sleep at once, with no interrupt (the flag is
+/// not set yet, so the wake raises none: only the generation tells the sleep). Five
+/// tries, one must take no interrupt (the timer can land in a try by chance; a sleep
+/// that misses the wake waits for the timer in every try).
+fn sleep_keeps_an_early_wake() -> bool {
+    let interrupts = || TRAP_READS[0].load(Relaxed) + WAKE_IPIS.load(Relaxed);
+    (0..5).any(|_| {
+        let seen = WAKE_GENERATION.load(SeqCst);
+        wake_writer();
+        let before = interrupts();
+        sleep_until_woken(seen);
+        interrupts() == before
+    })
 }
 
 // ---- readers -------------------------------------------------------------------------
@@ -289,6 +315,10 @@ fn writer_hart() -> ! {
                                                                        // SAFETY: enabling this hart's machine software interrupt: its handler above is
                                                                        // installed and touches only an atomic and this hart's MSIP word.
     unsafe { riscv::register::mie::set_msoft() };
+    if !sleep_keeps_an_early_wake() {
+        defmt::error!("the sleep waited for an interrupt although its wake had come before it");
+        semihosting::process::exit(1);
+    }
     RCU.set_wake_hook(Some(wake_writer));
     let writer = my_reader(); // hart 0's: the writer needs no slot of its own
     let mut stall = StallDetector::new(mtime, 2 * TICKS_PER_MS, |waited, holdouts| {
@@ -333,7 +363,10 @@ fn writer_hart() -> ! {
                 stall.observe(w)?;
                 if w.attempts() > 100 {
                     let seen = WAKE_GENERATION.load(SeqCst);
-                    w.sleep(|| sleep_until_woken(seen));
+                    w.sleep(|| {
+                        SLEEPS.fetch_add(1, Relaxed);
+                        sleep_until_woken(seen)
+                    });
                 }
                 ControlFlow::Continue(())
             };
@@ -369,7 +402,7 @@ fn writer_hart() -> ! {
         v
     );
     defmt::info!(
-        "the writer slept {=u32} times in wfi and took {=u32} wake interrupts from readers' unlocks (the other sleeps ended at its timer, or found their wake already come)",
+        "the writer slept {=u32} times in wfi and took {=u32} wake interrupts from readers' unlocks (the other sleeps ended at its timer, or found their wake already come; an interrupt can also land just after a sleep)",
         SLEEPS.load(Relaxed),
         WAKE_IPIS.load(Relaxed)
     );
