@@ -98,9 +98,10 @@ impl Wake for Count {
     }
 }
 
-/// The two tests share the process's interrupt hooks and fence mode: one at a time; the
-/// first installs the one-thread fence (the mode must come out heavy).
-fn serial() -> std::sync::MutexGuard<'static, ()> {
+/// The tests share the process's test hooks (the interrupt, the pause hook, the
+/// selected variant, the counter's width) and its fence mode: one at a time. The first
+/// installs the one-thread fence (the mode must come out heavy).
+fn serial() -> Serial {
     static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let held = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     #[cfg(all(rcuref_auto_fence, not(rcuref_asymmetric_fence)))]
@@ -111,7 +112,20 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
             rcuref::rcu::heavy::FenceMode::Heavy
         );
     }
-    held
+    Serial(held)
+}
+
+/// A test's turn (`serial`): when it ends, passed or failed, the hooks are back to none,
+/// the real code selected and the counter 32 bits wide, so that a failed test cannot
+/// run the next under its broken variant.
+struct Serial(#[allow(dead_code)] std::sync::MutexGuard<'static, ()>);
+impl Drop for Serial {
+    fn drop(&mut self) {
+        rcuref::mutants::select(rcuref::mutants::Mutant::None);
+        set_pause_hook(None);
+        set_interrupt(None, |_| {}, 0);
+        set_gp_bits(32);
+    }
 }
 
 /// The race, made exact: returns how often the future's task was woken once both grace
@@ -337,21 +351,6 @@ fn dom4() -> &'static Rcu<3> {
     unsafe { &*DOM4.load(SeqCst) }
 }
 
-/// Narrows the counter to 4 bits for its life; the default width comes back even when
-/// an assertion fails (the other tests of this binary run at 32 bits).
-struct NarrowCounter;
-impl NarrowCounter {
-    fn new() -> Self {
-        set_gp_bits(4);
-        NarrowCounter
-    }
-}
-impl Drop for NarrowCounter {
-    fn drop(&mut self) {
-        set_gp_bits(32);
-    }
-}
-
 /// The pause hook of `flip_before_the_announcement`, at the sleeper's announcement
 /// point. The first reader leaves (nobody has announced: no wake). With one wait, a
 /// second reader enters (it records the new phase) and another driver ends the wait and
@@ -439,6 +438,10 @@ fn flip_before_the_announcement(start: u32, two_waits: bool) -> (usize, usize) {
         !ARMED4.load(SeqCst),
         "the pause point was never reached (start {start})"
     );
+    assert!(
+        d.cookie_from_raw(OTHER4.load(SeqCst)).poll(),
+        "the other driver's grace period should end once the readers have left"
+    );
     d.set_wake_hook(None);
     drop(me);
     (
@@ -455,7 +458,7 @@ fn flip_before_the_announcement(start: u32, two_waits: bool) -> (usize, usize) {
 #[test]
 fn a_flip_before_the_announcement_costs_no_wake() {
     let _serial = serial();
-    let _narrow = NarrowCounter::new();
+    set_gp_bits(4); // until the test's turn ends (`Serial`)
     let mut bad = Vec::new();
     for start in 0..2 * (MASK4 + 1) {
         let r = flip_before_the_announcement(start, false);
@@ -480,7 +483,7 @@ fn a_flip_before_the_announcement_costs_no_wake() {
 #[test]
 fn negative_control_a_stale_announcement_bit_is_caught() {
     let _serial = serial();
-    let _narrow = NarrowCounter::new();
+    set_gp_bits(4); // until the test's turn ends (`Serial`)
     rcuref::mutants::select(rcuref::mutants::Mutant::SleepBitNotRechecked);
     let lost: Vec<u32> = (0..2 * (MASK4 + 1))
         .filter(|&start| flip_before_the_announcement(start, false).0 != 1)
