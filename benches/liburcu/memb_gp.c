@@ -419,7 +419,13 @@ int main(int argc, char **argv)
 	} else if (strcmp(row, "urcu") == 0 || strcmp(row, "urcu-yield") == 0) {
 		double gps, reads;
 		urcu_row(threads, &gps, &reads);
+#ifdef MB_FLAVOUR
 		printf("gp row=%s threads=%ld median=%.1f p99=0.0 unit=per_s reads=%.0f\n", row, threads, gps, reads);
+#else
+		/* membarrier=0: memb fell back to full fences (benches/liburcu/no_membarrier.c). */
+		printf("gp row=%s threads=%ld median=%.1f p99=0.0 unit=per_s reads=%.0f membarrier=%d\n",
+		       row, threads, gps, reads, urcu_memb_has_sys_membarrier);
+#endif
 		return 0;
 	} else if (strcmp(row, "throughput") == 0) {
 		median = on_threads(threads, synchronizer, 0);

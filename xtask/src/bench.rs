@@ -665,31 +665,53 @@ fn urcu_rows(root: &Path, how: &str) -> Result<String, String> {
     memb_harness(root, "memb_gp.c", &memb)?;
     let mb = dir.join("mb_gp");
     mb_harness(root, &mb)?;
+    let refused = dir.join("no_membarrier");
+    run(Command::new("cc")
+        .args(["-O2", "-o"])
+        .arg(&refused)
+        .arg(root.join("benches/liburcu/no_membarrier.c")))?;
     let plain = bench_bin(root, "gp", Build::Plain)?;
     let asym = bench_bin(root, "gp", Build::Asym)?;
     let auto = bench_bin(root, "gp", Build::Auto)?;
-    // memb first and mb second: the ratios' baselines.
-    let who: [(&str, &Path, &str); 6] = [
-        ("liburcu memb", &memb, "urcu"),
+    // memb first and mb second: the ratios' baselines. A row's command is its program
+    // and the arguments before the row's name.
+    let memb_args = [memb.as_os_str()];
+    let who: [(&str, &Path, &[&std::ffi::OsStr], &str); 7] = [
+        ("liburcu memb", &memb, &[], "urcu"),
         (
             "liburcu mb (a full fence in the read side, as the static full fence)",
             &mb,
+            &[],
+            "urcu",
+        ),
+        (
+            "liburcu memb with membarrier refused (its fallback: full fences, as mb)",
+            &refused,
+            &memb_args,
             "urcu",
         ),
         (
             "rcuref static full fence (no default features), sleeping wait (std_sleeping)",
             &plain,
+            &[],
             "urcu",
         ),
-        ("rcuref asymmetric fences, sleeping wait", &asym, "urcu"),
+        (
+            "rcuref asymmetric fences, sleeping wait",
+            &asym,
+            &[],
+            "urcu",
+        ),
         (
             "rcuref default on Linux: fence chosen at run time (membarrier), sleeping wait",
             &auto,
+            &[],
             "urcu",
         ),
         (
             "rcuref static full fence, yielding wait (forever(yield_now))",
             &plain,
+            &[],
             "urcu-yield",
         ),
     ];
@@ -715,7 +737,10 @@ fn urcu_rows(root: &Path, how: &str) -> Result<String, String> {
          \"x memb\", \"x mb\": this row / memb's (mb's) in the same run (above 1: more). liburcu's \
          mb flavour runs a full fence in its read side, as rcuref's static full fence \
          (`default-features = false`, or firmware without a heavy fence) does, and is its \
-         counterpart; memb is the counterpart of the heavy-fence modes. Produced by \
+         counterpart; memb is the counterpart of the heavy-fence modes. Where membarrier \
+         is missing (the platforms the static full fence is for), memb itself falls back to \
+         the full fences of mb's read side: the row \"membarrier refused\" runs memb so \
+         (`benches/liburcu/no_membarrier.c`, a seccomp filter). Produced by \
          `{how}` on {}; load averages {load_before} before.",
         cores(),
         machine()
@@ -734,9 +759,12 @@ fn urcu_rows(root: &Path, how: &str) -> Result<String, String> {
     for r in [1usize, 2, 4, 8] {
         let mut free: Vec<Vec<(f64, f64)>> = vec![Vec::new(); who.len()];
         for _ in 0..URCU_ROUNDS {
-            for ((label, bin, row), runs) in who.iter().zip(&mut free) {
-                let out = run(Command::new(bin).args([*row, &r.to_string()]))?;
+            for ((label, bin, pre, row), runs) in who.iter().zip(&mut free) {
+                let out = run(Command::new(bin).args(*pre).args([*row, &r.to_string()]))?;
                 print!("{label}: {out}");
+                if !pre.is_empty() && !out.contains("membarrier=0") {
+                    return Err(format!("{label}: memb did not fall back: {out}"));
+                }
                 runs.push((num(&out, "median=")?, num(&out, "reads=")?));
             }
         }
@@ -750,7 +778,7 @@ fn urcu_rows(root: &Path, how: &str) -> Result<String, String> {
             })
             .collect();
         let ((bg, br), (mg, mr)) = (rows[0], rows[1]);
-        for ((label, _, _), (gps, reads)) in who.iter().zip(&rows) {
+        for ((label, _, _, _), (gps, reads)) in who.iter().zip(&rows) {
             let _ = writeln!(
                 md,
                 "| {r} | {label} | {gps:.0} | {:.2} | {:.2} | {reads:.3e} | {:.2} | {:.2} |",
@@ -762,14 +790,13 @@ fn urcu_rows(root: &Path, how: &str) -> Result<String, String> {
         }
         // The readers under the same writer load as memb's: each sleeping build of
         // rcuref again, its writer held to memb's (median) grace periods per second.
-        let sleeping: Vec<&(&str, &Path, &str)> = who
+        let sleeping: Vec<_> = who
             .iter()
-            .skip(2)
-            .filter(|(_, _, row)| *row == "urcu")
+            .filter(|(label, _, _, row)| label.starts_with("rcuref") && *row == "urcu")
             .collect();
         let mut paced: Vec<Vec<(f64, f64)>> = vec![Vec::new(); sleeping.len()];
         for _ in 0..URCU_ROUNDS {
-            for ((label, bin, _), runs) in sleeping.iter().zip(&mut paced) {
+            for ((label, bin, _, _), runs) in sleeping.iter().zip(&mut paced) {
                 let out = run(Command::new(bin)
                     .args(["urcu-paced", &r.to_string()])
                     .env("RCUREF_URCU_PACE", format!("{bg:.1}")))?;
@@ -777,7 +804,7 @@ fn urcu_rows(root: &Path, how: &str) -> Result<String, String> {
                 runs.push((num(&out, "median=")?, num(&out, "reads=")?));
             }
         }
-        for ((label, _, _), runs) in sleeping.iter().zip(paced) {
+        for ((label, _, _, _), runs) in sleeping.iter().zip(paced) {
             let gps = median(runs.iter().map(|x| x.0).collect());
             let reads = median(runs.iter().map(|x| x.1).collect());
             let _ = writeln!(
@@ -808,22 +835,24 @@ fn urcu_rows(root: &Path, how: &str) -> Result<String, String> {
          |---|---|---|---|---|---|",
         PREEMPTED_US
     );
-    let sleepers: Vec<(&str, &Path)> = who
+    let sleepers: Vec<(&str, &Path, &[&std::ffi::OsStr])> = who
         .iter()
-        .filter(|(_, _, row)| *row == "urcu")
-        .map(|(label, bin, _)| (*label, *bin))
+        .filter(|(_, _, _, row)| *row == "urcu")
+        .map(|(label, bin, pre, _)| (*label, *bin, *pre))
         .collect();
     for h in [cores(), 2 * cores()] {
         let mut runs: Vec<Vec<(f64, f64)>> = vec![Vec::new(); sleepers.len()];
         for _ in 0..URCU_ROUNDS {
-            for ((label, bin), runs) in sleepers.iter().zip(&mut runs) {
-                let out = run(Command::new(bin).args(["latency-preempted", &h.to_string()]))?;
+            for ((label, bin, pre), runs) in sleepers.iter().zip(&mut runs) {
+                let out = run(Command::new(bin)
+                    .args(*pre)
+                    .args(["latency-preempted", &h.to_string()]))?;
                 print!("{label}: {out}");
                 runs.push((num(&out, "median=")?, num(&out, "p99=")?));
             }
         }
         let mut base: Option<(f64, f64)> = None;
-        for ((label, _), runs) in sleepers.iter().zip(runs) {
+        for ((label, _, _), runs) in sleepers.iter().zip(runs) {
             let m = median(runs.iter().map(|x| x.0).collect());
             let p = median(runs.iter().map(|x| x.1).collect());
             let (bm, bp) = *base.get_or_insert((m, p));
