@@ -17,8 +17,9 @@
 //!   (`mstatus.MIE`): the pending interrupt then ends the `wfi` at once (`wfi` ends on
 //!   any pending interrupt enabled in `mie`, whatever `mstatus.MIE` says); hart 0
 //!   checks that at boot (a wake sent before the sleep must end it with no interrupt).
-//!   The sleep's bound is hart 0's own timer trap: in this build (the full fence: no heavy fence
-//!   registered) an unlock can miss the announcement in a window of a few instructions.
+//!   The sleep's bound is hart 0's own timer trap: in this build (the full fence: no
+//!   heavy fence registered) an unlock can miss the announcement in a window of a few
+//!   instructions.
 //! * **Hart 1**, now and then, stays in a section for 5 ms: the stall reports must name
 //!   its slot (slot 1), and nothing else. Not slot 0 either, though the writer waits
 //!   through it and hart 0's timer trap nests sections on it while the writer waits: a
