@@ -260,9 +260,11 @@
 /// needs the other cores able to take its interrupt while they wait themselves: two
 /// cores that both call it from handlers that mask that interrupt wait for each other
 /// for ever. Either serve a request pending on the calling core while waiting (with
-/// the served ticket only ever moving forward), give the fence's interrupt a priority
-/// above every handler that polls, or poll grace periods only from thread context in
-/// this mode.
+/// the served ticket only ever moving forward: the repository's test firmware does,
+/// `targets/firmware/src/ipi.rs`, tested with every core fencing with the interrupt
+/// masked and a control that deadlocks), give the fence's interrupt a priority above
+/// every handler that polls, or poll grace periods only from thread context in this
+/// mode.
 pub unsafe trait HeavyFence {
     /// Makes every core execute a full memory barrier (see the trait's safety contract).
     fn heavy_fence();

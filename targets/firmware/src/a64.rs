@@ -474,8 +474,8 @@ pub mod cores {
     /// wait; it must not be called with interrupts masked.
     pub mod heavy {
         use super::*;
-        pub use crate::ipi::observe_serves;
         use crate::ipi::Tickets;
+        pub use crate::ipi::{observe_serves, serve_while_waiting, stuck};
 
         /// The SGI that asks for a fence.
         pub const SGI: u32 = 1;

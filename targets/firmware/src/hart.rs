@@ -105,8 +105,8 @@ critical_section::set_impl!(rcuref::harts::Harts);
 /// each hart's handler clears before it reads its ticket.
 #[cfg(rcuref_asymmetric_fence)]
 pub mod heavy {
-    pub use crate::ipi::observe_serves;
     use crate::ipi::Tickets;
+    pub use crate::ipi::{observe_serves, serve_while_waiting, stuck};
 
     /// QEMU `virt`'s CLINT: each hart's machine-software-interrupt pending word.
     const MSIP: usize = 0x0200_0000;

@@ -15,12 +15,15 @@
 //! follows the fence, so everything it did before is visible to us when we return. A
 //! handler that clears its interrupt *before* reading the ticket misses no request: one
 //! whose ticket it did not see raised the interrupt again and is served by the next
-//! entry. Every core accepts the interrupt from the start, so two cores fencing at once
-//! serve each other while they wait; it must not be called with interrupts off: the
-//! other core's request could then never be served.
+//! entry. A core that waits also serves a request pending on itself from its wait loop
+//! (the contract's first way out, `rcuref::rcu::heavy::HeavyFence`): two cores that
+//! fence at once with the interrupt masked (from handlers that poll a grace period)
+//! serve each other's requests there instead of waiting for each other for ever. The
+//! served ticket only moves forward, so a serve from the loop and one from the handler
+//! that interrupts it cannot take it back.
 
-use core::sync::atomic::Ordering::{AcqRel, Acquire, Release};
-use portable_atomic::{AtomicPtr, AtomicU32};
+use core::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
+use portable_atomic::{AtomicBool, AtomicPtr, AtomicU32};
 
 /// Per core: the newest ticket asked of it, and the newest it has served.
 pub(crate) struct Tickets<const N: usize> {
@@ -39,7 +42,7 @@ impl<const N: usize> Tickets<N> {
 
     /// The heavy fence, from core `me`: `fence`, a ticket on every other core, `raise`
     /// with the set of them (a bit per core), a wait until each has served a ticket at
-    /// least as new, `fence`.
+    /// least as new (serving this core's own pending requests meanwhile), `fence`.
     pub(crate) fn request(&self, me: usize, fence: fn(), raise: impl FnOnce(u32)) {
         fence();
         let mut ticket = [0u32; N];
@@ -50,17 +53,33 @@ impl<const N: usize> Tickets<N> {
         }
         raise(targets);
         for (c, &t) in ticket.iter().enumerate().filter(|&(c, _)| c != me) {
+            let mut spins = 0u32;
             // Served at least up to `t` (wrapping: within half the range).
             while (self.served[c].load(Acquire).wrapping_sub(t) as i32) < 0 {
+                if SERVE_WHILE_WAITING.load(Relaxed) {
+                    if self.asked[me].load(Acquire) != self.served[me].load(Relaxed) {
+                        self.serve(me, fence);
+                    }
+                } else {
+                    // The control (`serve_while_waiting(false)`): after a bound, count
+                    // the wait as stuck and serve once, so the test ends to say so.
+                    spins += 1;
+                    if spins == STUCK_AFTER {
+                        STUCK.fetch_add(1, Relaxed);
+                        self.serve(me, fence);
+                        spins = 0;
+                    }
+                }
                 core::hint::spin_loop();
             }
         }
         fence();
     }
 
-    /// The interrupt handler's part, on core `me` (its interrupt already cleared): the
-    /// newest ticket asked of it, `fence`, the observer ([`observe_serves`]), the ticket
-    /// published as served.
+    /// The interrupt handler's part (its interrupt already cleared), and the wait
+    /// loop's, on core `me`: the newest ticket asked of it, `fence`, the observer
+    /// ([`observe_serves`]), the ticket published as served unless a newer one already
+    /// is (the handler can interrupt the loop's serve between its load and its store).
     pub(crate) fn serve(&self, me: usize, fence: fn()) {
         let ticket = self.asked[me].load(Acquire);
         fence();
@@ -71,8 +90,35 @@ impl<const N: usize> Tickets<N> {
             let f: fn(usize) = unsafe { core::mem::transmute::<*mut (), fn(usize)>(observer) };
             f(me);
         }
-        self.served[me].store(ticket, Release);
+        let mut served = self.served[me].load(Relaxed);
+        // Forward only (wrapping: within half the range).
+        while (ticket.wrapping_sub(served) as i32) > 0 {
+            match self.served[me].compare_exchange_weak(served, ticket, Release, Relaxed) {
+                Ok(_) => break,
+                Err(now) => served = now,
+            }
+        }
     }
+}
+
+/// Whether a waiting core serves its own pending requests (test instrumentation: false
+/// only in the control of `tests/rcu.rs`'s masked fences).
+static SERVE_WHILE_WAITING: AtomicBool = AtomicBool::new(true);
+/// Spins after which the control counts a wait as stuck, and how many were.
+const STUCK_AFTER: u32 = 200_000;
+static STUCK: AtomicU32 = AtomicU32::new(0);
+
+/// Test instrumentation: `false` makes a waiting core serve nothing but its interrupt
+/// (the protocol before it served from its wait loop), except once a wait has spun
+/// [`stuck`]'s bound, so that the control can finish and count its deadlocks.
+pub fn serve_while_waiting(on: bool) {
+    SERVE_WHILE_WAITING.store(on, Relaxed);
+}
+
+/// Waits that spun past the control's bound (only counted with
+/// `serve_while_waiting(false)`).
+pub fn stuck() -> u32 {
+    STUCK.load(Relaxed)
 }
 
 /// Test instrumentation: a `fn(usize)` as a pointer, or null.

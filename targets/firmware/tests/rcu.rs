@@ -793,6 +793,114 @@ mod tests {
         assert_eq!(heavy_fence::unfenced_waits(), 0);
     }
 
+    /// Heavy fences called with the fence's interrupt masked on every core at once (as
+    /// from interrupt handlers that poll a grace period): each waiting core serves the
+    /// requests pending on it from its wait loop (`ipi.rs`), or the cores wait for each
+    /// other for ever (`rcuref::rcu::heavy::HeavyFence`'s contract, "Who calls it").
+    #[cfg(any(
+        target_arch = "aarch64",
+        all(
+            rcuref_asymmetric_fence,
+            any(target_arch = "riscv32", target_arch = "riscv64")
+        )
+    ))]
+    mod masked_fences {
+        use rcuref::rcu::heavy::HeavyFence;
+        use rcuref_firmware::cores::{heavy, run_on_all};
+
+        #[cfg(target_arch = "aarch64")]
+        type Fence = heavy::SgiFence;
+        #[cfg(not(target_arch = "aarch64"))]
+        type Fence = heavy::ClintIpi;
+
+        const ROUNDS: u32 = 100;
+
+        /// `Fence::heavy_fence()` with this core's interrupts masked.
+        fn masked_fence() {
+            #[cfg(target_arch = "aarch64")]
+            {
+                // SAFETY: masking IRQs on this core around the call; unmasked after it.
+                unsafe { core::arch::asm!("msr daifset, #2", options(nostack)) };
+                Fence::heavy_fence();
+                // SAFETY: unmasking IRQs on this core; the vector is installed.
+                unsafe { core::arch::asm!("msr daifclr, #2", options(nostack)) };
+            }
+            #[cfg(not(target_arch = "aarch64"))]
+            {
+                riscv::interrupt::disable();
+                Fence::heavy_fence();
+                // SAFETY: interrupts were on in the job (the harts run with them on to
+                // serve requests); the handlers are installed.
+                unsafe { riscv::interrupt::enable() };
+            }
+        }
+
+        /// `heavy::stuck()` before the run (the control's job stops at the first wait
+        /// stuck on any core: one proves the point).
+        static BEFORE: portable_atomic::AtomicU32 = portable_atomic::AtomicU32::new(0);
+
+        fn job(_core: usize) {
+            use core::sync::atomic::Ordering::Relaxed;
+            for _ in 0..ROUNDS {
+                masked_fence();
+                if heavy::stuck() != BEFORE.load(Relaxed) {
+                    break;
+                }
+            }
+        }
+
+        /// Every core fences `ROUNDS` times with its interrupt masked; `serve` says
+        /// whether waiting cores serve from their loops. Returns the waits that spun
+        /// past the control's bound (counted only without serving).
+        pub fn stuck_waits(serve: bool) -> u32 {
+            heavy::serve_while_waiting(serve);
+            let before = heavy::stuck();
+            BEFORE.store(before, core::sync::atomic::Ordering::Relaxed);
+            run_on_all(job);
+            heavy::serve_while_waiting(true);
+            let stuck = heavy::stuck() - before;
+            defmt::info!(
+                "up to {=u32} masked fences per core, serving from the wait loop: {=bool}; {=u32} waits stuck",
+                ROUNDS,
+                serve,
+                stuck
+            );
+            stuck
+        }
+    }
+
+    /// Two or four cores fencing at once with the fence's interrupt masked all finish:
+    /// a waiting core serves the others (without that they would wait for ever, and the
+    /// test would hit the runner's timeout).
+    #[cfg(any(
+        target_arch = "aarch64",
+        all(
+            rcuref_asymmetric_fence,
+            any(target_arch = "riscv32", target_arch = "riscv64")
+        )
+    ))]
+    #[test]
+    fn masked_heavy_fences_on_every_core_at_once_finish() {
+        assert_eq!(masked_fences::stuck_waits(true), 0);
+    }
+
+    /// The control: waiting cores that serve nothing but their interrupt (the protocol
+    /// before) wait for each other until the control's bound breaks the tie.
+    #[cfg(any(
+        target_arch = "aarch64",
+        all(
+            rcuref_asymmetric_fence,
+            any(target_arch = "riscv32", target_arch = "riscv64")
+        )
+    ))]
+    #[test]
+    fn control_masked_heavy_fences_without_serving_wait_for_each_other() {
+        assert!(
+            masked_fences::stuck_waits(false) > 0,
+            "no masked fences overlapped: the test above proves nothing"
+        );
+    }
+
     /// Its negative control: with the heavy fence skipped, every first wait goes
     /// unfenced.
     #[cfg(all(
