@@ -210,13 +210,14 @@
 //!   from ISR, `sev`). A yield never lets a lower-priority thread run. Feature `std`:
 //!   `std_sleeping` and `std_wake` (more threads than cores: a writer that polls
 //!   burns the slice its reader needs). On bare metal with several cores the waiting
-//!   core can sleep in `wfi`, woken by an IPI the unlock's hook raises: the AArch64 and
-//!   RISC-V mini-kernel examples have the pair to copy (`examples/firmware/`,
+//!   core can sleep in `wfi`, woken by an IPI the unlock's hook raises: the AArch64,
+//!   RISC-V and dual Cortex-M33 examples have the pair to copy (`examples/firmware/`,
 //!   `sleep_until_woken` and `wake_writer`: a generation read before the announcement
-//!   and checked with interrupts masked, `wfi`, a GIC SGI or the CLINT's `msip`; the
-//!   core's timer as the bound), and the AArch64 test firmware's (`targets/firmware/src/a64.rs`,
-//!   `cores::wake`) is tested in QEMU with a control whose hook raises nothing. (QEMU runs `wfe` as a yield, so a `wfe`/`sev` pair cannot be
-//!   told from polling there.) What the read side pays: one relaxed load of a
+//!   and checked with interrupts masked, `wfi`, a GIC SGI, the CLINT's `msip` or the
+//!   SSE-200's MHU; the core's timer as the bound), and the AArch64 test firmware's
+//!   (`targets/firmware/src/a64.rs`, `cores::wake`) is tested in QEMU with controls
+//!   whose hook raises nothing and whose sleep ignores the generation. (QEMU runs
+//!   `wfe` as a yield, so a `wfe`/`sev` pair cannot be told from polling there.) What the read side pays: one relaxed load of a
 //!   read-mostly word, a test of its section's phase bit and a branch not taken in
 //!   each outermost unlock.
 //! * **Async.** [`GpCookie::wait`] is a future that completes when the grace period

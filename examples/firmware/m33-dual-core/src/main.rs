@@ -13,6 +13,19 @@
 //!   [`StallDetector`] whose clock is core 0's SysTick count (QEMU's SysTick under load
 //!   is no wall clock, but it is monotonic): when a grace period takes longer than 20
 //!   ticks it reports which slots hold it up.
+//! * **The writer sleeps** while a grace period is held up (after 100 attempts): in
+//!   `wfi`, until the unlock of a section that holds its wait calls the domain's wake
+//!   hook, which raises core 0's interrupt through the SSE-200's message handling unit
+//!   (MHU0, `CPU0INTR_SET`: IRQ 6 on core 0) ([`Rcu::set_wake_hook`],
+//!   [`Waiting::sleep`](rcuref::rcu::Waiting::sleep)). A wake that lands between the
+//!   wait's announcement and the `wfi` is remembered by a generation read before the
+//!   announcement and looked at with PRIMASK set: the pending interrupt then ends the
+//!   `wfi` at once (`wfi` ends on a pending interrupt whatever PRIMASK says). The sleep's
+//!   bound is core 0's SysTick: in this build (the full fence) an unlock can miss the
+//!   announcement in a window of a few instructions. (The AArch64 and RISC-V examples
+//!   check at boot that a wake sent before the sleep ends it with no interrupt; here
+//!   QEMU's `wfi` can return with none, a bare `wfi` passed that check, so this one
+//!   does not make it.)
 //! * **Core 1**, now and then, stays in a section for 60 ticks: the stall reports must
 //!   name its slot (slot 1) and nothing else (core 0's own SysTick sections, which nest on
 //!   slot 0 while the writer waits, end within the tick that is the clock; a report may
@@ -25,7 +38,7 @@
 //!
 //! Every read checks that the configuration is whole and does not change under it. The
 //! run prints a summary and exits 0, or 1 on a violation (or a stall report naming the
-//! wrong slot).
+//! wrong slot, or a writer never woken by a reader's interrupt).
 //!
 //! Run (cargo cannot read a `[target]` table for this dotted triple, rust-lang/cargo#15901,
 //! so the runner comes from the environment):
@@ -40,7 +53,7 @@ use core::sync::atomic::{AtomicBool, AtomicU32, Ordering::*};
 use cortex_m::peripheral::syst::SystClkSource;
 use cortex_m_rt::{entry, exception};
 use defmt_semihosting as _;
-use rcuref::rcu::{ContextReader, PerCpu, Rcu, RcuValue, StallDetector};
+use rcuref::rcu::{ContextReader, PerCpu, Rcu, RcuValue, StallDetector, Waiting};
 
 // ---- the SSE-200 ------------------------------------------------------------------------
 
@@ -49,6 +62,15 @@ const CPU_IDENTITY: usize = 0x4001_F000;
 /// Secure system control: core 1's initial vector table, and the cores' wait bits.
 const INITSVTOR1: usize = 0x5002_1114;
 const CPUWAIT: usize = 0x5002_1118;
+/// Message handling unit 0: writing bits to `CPU0INTR_SET` raises its interrupt on core 0
+/// (IRQ 6) until they are written to `CPU0INTR_CLR`.
+const MHU0_CPU0INTR_SET: usize = 0x5000_3004;
+const MHU0_CPU0INTR_CLR: usize = 0x5000_3008;
+/// MHU0's interrupt on core 0.
+const MHU0_IRQ: i16 = 6;
+/// Core 0's NVIC interrupt set-enable register for IRQs 0-31 (banked: each core has its
+/// own NVIC).
+const NVIC_ISER0: usize = 0xE000_E100;
 
 /// Which core this is, for rcuref's multi-core critical section.
 struct Sse200;
@@ -118,6 +140,77 @@ const fn checksum(gen: u32, s: &[u32; 8]) -> u32 {
 }
 
 static CONFIG: RcuValue<'static, Config, 2, 2> = RcuValue::new(&RCU, Config::new(0));
+
+// ---- the writer's sleep and its wake ----------------------------------------------------
+
+/// Moved on by every wake; the writer reads it before a wait's announcement.
+static WAKE_GENERATION: AtomicU32 = AtomicU32::new(0);
+/// Whether the writer (core 0) may be asleep in `wfi`.
+static WRITER_ASLEEP: AtomicBool = AtomicBool::new(false);
+/// Sleeps of the writer, and the wake interrupts core 0 took.
+static SLEEPS: AtomicU32 = AtomicU32::new(0);
+static WAKE_IRQS: AtomicU32 = AtomicU32::new(0);
+
+fn mmio_write(addr: usize, v: u32) {
+    // SAFETY: callers pass MHU0's and core 0's NVIC registers of the SSE-200's map
+    // (aligned, writable in the Secure state this firmware runs in); writing them raises,
+    // clears or enables an interrupt, nothing else.
+    unsafe { core::ptr::write_volatile(addr as *mut u32, v) }
+}
+
+/// The domain's wake hook: the outermost unlock of a section that holds a sleeping wait
+/// calls it, on either core, in a thread or in a SysTick handler (no lock, no wait).
+fn wake_writer() {
+    // `SeqCst` here and in `sleep_until_woken`: either the sleeper's look sees the new
+    // generation or this load sees the sleeper (store buffering, both sides ordered).
+    WAKE_GENERATION.fetch_add(1, SeqCst);
+    if WRITER_ASLEEP.load(SeqCst) {
+        cortex_m::asm::dsb(); // the generation is visible before the interrupt is
+        mmio_write(MHU0_CPU0INTR_SET, 1);
+    }
+}
+
+/// Core 0's device interrupts (cortex-m-rt sends every one here): MHU0's is the wake
+/// (taking it has ended the writer's `wfi`, or, for a wake that read the flag just
+/// before the writer cleared it, it arrives while the writer is awake).
+#[exception]
+unsafe fn DefaultHandler(irqn: i16) {
+    if irqn == MHU0_IRQ {
+        mmio_write(MHU0_CPU0INTR_CLR, 1);
+        WAKE_IRQS.fetch_add(1, Relaxed);
+    } else {
+        defmt::error!(
+            "unexpected interrupt {=i16} on core {=usize}",
+            irqn,
+            core_id()
+        );
+        semihosting::process::abort()
+    }
+}
+
+/// The writer's sleep (`Waiting::sleep`'s closure): `wfi` unless a wake has come since
+/// `seen` was read (before the announcement). PRIMASK is set from the look to the
+/// `wfi`: an interrupt raised after the look stays pending, ends the `wfi` at once, and
+/// is taken when PRIMASK is cleared. Any other interrupt of core 0 (its SysTick) also
+/// ends it: the bound. Returns with PRIMASK as it was; call it with interrupts enabled
+/// (with PRIMASK set, the interrupt that ends the `wfi` stays pending until the caller
+/// clears it).
+fn sleep_until_woken(seen: u32) {
+    WRITER_ASLEEP.store(true, SeqCst);
+    let was_enabled = cortex_m::register::primask::read().is_inactive();
+    cortex_m::interrupt::disable();
+    if WAKE_GENERATION.load(SeqCst) == seen {
+        cortex_m::asm::wfi();
+    }
+    if was_enabled {
+        // SAFETY: interrupts were enabled when this was called (so enabling them again
+        // breaks no caller's critical section).
+        unsafe { cortex_m::interrupt::enable() };
+    }
+    // Awake. A wake that read the flag before this store still raises the interrupt,
+    // which core 0 then takes awake (counted with the others).
+    WRITER_ASLEEP.store(false, Relaxed);
+}
 
 // ---- readers ----------------------------------------------------------------------------
 
@@ -275,6 +368,8 @@ fn main() -> ! {
         core_id()
     );
     start_systick();
+    mmio_write(NVIC_ISER0, 1 << MHU0_IRQ);
+    RCU.set_wake_hook(Some(wake_writer));
 
     let writer = my_reader(); // core 0's: the writer needs no slot of its own
     let mut stall = StallDetector::new(ticks, 20, |waited, holdouts| {
@@ -301,6 +396,7 @@ fn main() -> ! {
             && STALLS.load(Relaxed) - CLEARED.load(Relaxed) >= 3
             && TICK_READS.iter().all(|r| r.load(Relaxed) >= 20)
             && NESTED.load(Relaxed) >= 1
+            && WAKE_IRQS.load(Relaxed) >= 3
     };
     let (mut published, mut gen) = (0u32, 0u32);
     const DEADLINE: u64 = 200_000; // ticks: the run fails rather than hang
@@ -308,13 +404,19 @@ fn main() -> ! {
         gen += 1;
         let mut value = Config::new(gen);
         loop {
-            match CONFIG.replace(writer, value, |w| {
+            match CONFIG.replace(writer, value, |w: &Waiting<'_, '_, 2>| {
                 stall.observe(w)?;
-                if ticks() < DEADLINE {
-                    ControlFlow::Continue(())
-                } else {
-                    ControlFlow::Break(())
+                if ticks() >= DEADLINE {
+                    return ControlFlow::Break(());
                 }
+                if w.attempts() > 100 {
+                    let seen = WAKE_GENERATION.load(SeqCst);
+                    w.sleep(|| {
+                        SLEEPS.fetch_add(1, Relaxed);
+                        sleep_until_woken(seen)
+                    });
+                }
+                ControlFlow::Continue(())
             }) {
                 Ok(()) => break,
                 Err(r) if r.error == rcuref::Error::GaveUp => break 'publishing,
@@ -344,8 +446,16 @@ fn main() -> ! {
         wrong,
         v
     );
+    defmt::info!(
+        "the writer slept {=u32} times in wfi and took {=u32} wake interrupts from readers' unlocks (the other sleeps ended at its SysTick, or found their wake already come; an interrupt can also land just after a sleep)",
+        SLEEPS.load(Relaxed),
+        WAKE_IRQS.load(Relaxed)
+    );
     if !all_seen {
         defmt::error!("not everything happened within 200,000 ticks");
+        if WAKE_IRQS.load(Relaxed) < 3 {
+            defmt::error!("the sleeping writer was not woken by three readers' unlocks");
+        }
     }
     semihosting::process::exit(if v == 0 && wrong == 0 && all_seen {
         0
