@@ -6,7 +6,7 @@ fn main() {
     println!("cargo:rustc-cfg=rcuref_fw");
     let target = env::var("TARGET").unwrap();
     let out = PathBuf::from(env::var("OUT_DIR").unwrap());
-    println!("cargo:rustc-check-cfg=cfg(rcuref_fw_tick, rcuref_fw_cores)");
+    println!("cargo:rustc-check-cfg=cfg(rcuref_fw_tick, rcuref_fw_cores, rcuref_fw_ipi_fence)");
     println!("cargo:rerun-if-changed=build.rs");
     let dual = env::var_os("CARGO_FEATURE_DUAL_CORE").is_some();
     // The runtime's link script and its memory map, or (AArch64, no runtime crate) a
@@ -35,6 +35,14 @@ fn main() {
         || (dual && target.starts_with("thumbv8m"))
     {
         println!("cargo:rustc-cfg=rcuref_fw_cores");
+    }
+    // An IPI heavy fence to call (`crate::ipi`): AArch64's in every build, RISC-V's in
+    // the asymmetric-fence build (cargo passes the RUSTFLAGS cfg to build scripts).
+    if target.starts_with("aarch64")
+        || (target.starts_with("riscv")
+            && env::var_os("CARGO_CFG_RCUREF_ASYMMETRIC_FENCE").is_some())
+    {
+        println!("cargo:rustc-cfg=rcuref_fw_ipi_fence");
     }
     let name = if script == "link.x" {
         "memory.x"

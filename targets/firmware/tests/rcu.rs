@@ -797,13 +797,7 @@ mod tests {
     /// from interrupt handlers that poll a grace period): each waiting core serves the
     /// requests pending on it from its wait loop (`ipi.rs`), or the cores wait for each
     /// other for ever (`rcuref::rcu::heavy::HeavyFence`'s contract, "Who calls it").
-    #[cfg(any(
-        target_arch = "aarch64",
-        all(
-            rcuref_asymmetric_fence,
-            any(target_arch = "riscv32", target_arch = "riscv64")
-        )
-    ))]
+    #[cfg(rcuref_fw_ipi_fence)]
     mod masked_fences {
         use rcuref::rcu::heavy::HeavyFence;
         use rcuref_firmware::cores::{heavy, run_on_all};
@@ -872,13 +866,7 @@ mod tests {
     /// Two or four cores fencing at once with the fence's interrupt masked all finish:
     /// a waiting core serves the others (without that they would wait for ever, and the
     /// test would hit the runner's timeout).
-    #[cfg(any(
-        target_arch = "aarch64",
-        all(
-            rcuref_asymmetric_fence,
-            any(target_arch = "riscv32", target_arch = "riscv64")
-        )
-    ))]
+    #[cfg(rcuref_fw_ipi_fence)]
     #[test]
     fn masked_heavy_fences_on_every_core_at_once_finish() {
         assert_eq!(masked_fences::stuck_waits(true), 0);
@@ -886,13 +874,7 @@ mod tests {
 
     /// The control: waiting cores that serve nothing but their interrupt (the protocol
     /// before) wait for each other until the control's bound breaks the tie.
-    #[cfg(any(
-        target_arch = "aarch64",
-        all(
-            rcuref_asymmetric_fence,
-            any(target_arch = "riscv32", target_arch = "riscv64")
-        )
-    ))]
+    #[cfg(rcuref_fw_ipi_fence)]
     #[test]
     fn control_masked_heavy_fences_without_serving_wait_for_each_other() {
         assert!(
