@@ -262,7 +262,8 @@
 /// for ever. Either serve a request pending on the calling core while waiting (with
 /// the served ticket only ever moving forward: the repository's test firmware does,
 /// `targets/firmware/src/ipi.rs`, tested with every core fencing with the interrupt
-/// masked and a control that deadlocks), give the fence's interrupt a priority above
+/// masked and a control that deadlocks, a serve interrupted by a newer one, and a
+/// ticket that wraps), give the fence's interrupt a priority above
 /// every handler that polls, or poll grace periods only from thread context in this
 /// mode.
 pub unsafe trait HeavyFence {

@@ -470,12 +470,12 @@ pub mod cores {
     /// every other core, each of which executes `dmb ish` and publishes the request's
     /// ticket as served; the caller waits for all of them (the ticket protocol of
     /// `crate::ipi`, which the RISC-V harts' CLINT IPI shares). Requests are served from
-    /// the start on every core, so two cores fencing at once serve each other while they
-    /// wait; it must not be called with interrupts masked.
+    /// the start on every core, by the SGI's handler and by a core's own wait loop, so
+    /// cores fencing at once serve each other while they wait, interrupts masked or not.
     pub mod heavy {
         use super::*;
         use crate::ipi::Tickets;
-        pub use crate::ipi::{observe_serves, serve_while_waiting, stuck};
+        pub use crate::ipi::{checks, observe_serves, serve_while_waiting, stuck};
 
         /// The SGI that asks for a fence.
         pub const SGI: u32 = 1;
@@ -495,7 +495,8 @@ pub mod cores {
         pub struct SgiFence;
 
         // SAFETY: returns only after every other core has executed `dmb ish` in
-        // `on_request` after reading a ticket at least as new as ours (so after this call
+        // `Tickets::serve` (from `on_request` or from its own wait loop) after reading a
+        // ticket at least as new as ours (so after this call
         // began), and executes one itself before and after: the contract of
         // `HeavyFence` (`Tickets::request`). The SGI is raised after a `dsb ish`, so the
         // ticket is visible to the handler that the interrupt starts.

@@ -106,7 +106,7 @@ critical_section::set_impl!(rcuref::harts::Harts);
 #[cfg(rcuref_asymmetric_fence)]
 pub mod heavy {
     use crate::ipi::Tickets;
-    pub use crate::ipi::{observe_serves, serve_while_waiting, stuck};
+    pub use crate::ipi::{checks, observe_serves, serve_while_waiting, stuck};
 
     /// QEMU `virt`'s CLINT: each hart's machine-software-interrupt pending word.
     const MSIP: usize = 0x0200_0000;
@@ -153,7 +153,8 @@ pub mod heavy {
     pub struct ClintIpi;
 
     // SAFETY: returns only after every other hart has executed `fence iorw, iorw` in
-    // `machine_soft` after reading a ticket at least as new as ours (so after this call
+    // `Tickets::serve` (from `machine_soft` or from its own wait loop) after reading a
+    // ticket at least as new as ours (so after this call
     // began), and executes one itself before and after: the contract of `HeavyFence`
     // (`Tickets::request`; each interrupt is raised after a fence, so the ticket is
     // visible to the handler it starts).

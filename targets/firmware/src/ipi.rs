@@ -121,12 +121,78 @@ pub fn stuck() -> u32 {
     STUCK.load(Relaxed)
 }
 
+/// Test instrumentation: checks of the protocol's two subtle points on tickets of their
+/// own (`tests/rcu.rs`, the masked fences' module).
+pub mod checks {
+    use super::*;
+
+    fn no_fence() {}
+
+    static NESTED: Tickets<1> = Tickets::new();
+    static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+    /// The fence of the outer serve below: "interrupted" once by a request of another
+    /// core and the handler's serve of it, between the outer serve's load of its ticket
+    /// and its publication (as the handler can interrupt a wait loop's serve).
+    fn fence_interrupted_by_a_newer_serve() {
+        if !INTERRUPTED.swap(true, Relaxed) {
+            NESTED.asked[0].fetch_add(1, AcqRel);
+            NESTED.serve(0, no_fence);
+        }
+    }
+
+    /// A serve interrupted by the serve of a newer ticket, from `start` (so across the
+    /// counter's wrap when `start` is near `u32::MAX`): returns the ticket published at
+    /// the end minus `start`, 2 when the newer ticket stays published, 1 when the
+    /// interrupted serve took it back.
+    pub fn interrupted_serve(start: u32) -> u32 {
+        NESTED.asked[0].store(start.wrapping_add(1), Relaxed);
+        NESTED.served[0].store(start, Relaxed);
+        INTERRUPTED.store(false, Relaxed);
+        NESTED.serve(0, fence_interrupted_by_a_newer_serve);
+        NESTED.served[0].load(Acquire).wrapping_sub(start)
+    }
+
+    static WRAP: Tickets<2> = Tickets::new();
+    static ABOUT_TO_SERVE: AtomicBool = AtomicBool::new(false);
+
+    /// Core 0's part of a request whose ticket wraps (the counters start at
+    /// `u32::MAX`): requests a fence of core 1 and returns whether core 1 had begun to
+    /// serve it when the request returned (a wait that compares tickets without
+    /// wrapping returns at once). Core 1 runs [`serve_late`] meanwhile.
+    pub fn request_across_the_wrap() -> bool {
+        WRAP.request(0, no_fence, |_| {});
+        ABOUT_TO_SERVE.load(Acquire)
+    }
+
+    /// Core 1's part: waits for core 0's ticket, a while more, then serves it.
+    pub fn serve_late() {
+        while WRAP.asked[1].load(Acquire) == u32::MAX {
+            core::hint::spin_loop();
+        }
+        for _ in 0..100_000 {
+            core::hint::spin_loop();
+        }
+        ABOUT_TO_SERVE.store(true, Release);
+        WRAP.serve(1, no_fence);
+    }
+
+    /// Sets the counters of [`request_across_the_wrap`] to `u32::MAX`, no serve begun.
+    pub fn prepare_the_wrap() {
+        for c in 0..2 {
+            WRAP.asked[c].store(u32::MAX, Relaxed);
+            WRAP.served[c].store(u32::MAX, Relaxed);
+        }
+        ABOUT_TO_SERVE.store(false, Relaxed);
+    }
+}
+
 /// Test instrumentation: a `fn(usize)` as a pointer, or null.
 static OBSERVER: AtomicPtr<()> = AtomicPtr::new(core::ptr::null_mut());
 
-/// Test instrumentation: `f(core)` runs in the handler of every request served from now
-/// on, on the served core, after its fence and before the requester is released (so
-/// while the requester waits inside its heavy fence). `None` stops it.
+/// Test instrumentation: `f(core)` runs in every serve from now on (the handler's or a
+/// waiting core's own), on the served core, after its fence and before the requester is
+/// released (so while the requester waits inside its heavy fence). `None` stops it.
 pub fn observe_serves(f: Option<fn(usize)>) {
     let p = f.map_or(core::ptr::null_mut(), |f| f as *mut ());
     OBSERVER.store(p, Release);

@@ -872,6 +872,40 @@ mod tests {
         assert_eq!(masked_fences::stuck_waits(true), 0);
     }
 
+    /// A serve that the serve of a newer ticket interrupts between its load and its
+    /// publication (the handler interrupting a wait loop's serve) leaves the newer ticket
+    /// published, at every start (across the counter's wrap too). A plain store there, or
+    /// a comparison that does not wrap, takes the ticket back (1).
+    #[cfg(rcuref_fw_ipi_fence)]
+    #[test]
+    fn a_serve_interrupted_by_a_newer_one_leaves_the_newer_published() {
+        use rcuref_firmware::cores::heavy::checks;
+        for start in [0, 1_000, u32::MAX - 1, u32::MAX] {
+            assert_eq!(checks::interrupted_serve(start), 2, "from {}", start);
+        }
+    }
+
+    /// A request whose ticket wraps past `u32::MAX` waits for its serve (core 1 serves
+    /// late on purpose); a wait that compares tickets without wrapping returns at once.
+    #[cfg(rcuref_fw_ipi_fence)]
+    #[test]
+    fn a_request_across_the_ticket_wrap_waits_for_its_serve() {
+        use core::sync::atomic::Ordering::Relaxed;
+        use portable_atomic::AtomicBool;
+        use rcuref_firmware::cores::{heavy::checks, run_on_all};
+        static WAITED: AtomicBool = AtomicBool::new(false);
+        checks::prepare_the_wrap();
+        run_on_all(|core| match core {
+            0 => WAITED.store(checks::request_across_the_wrap(), Relaxed),
+            1 => checks::serve_late(),
+            _ => {}
+        });
+        assert!(
+            WAITED.load(Relaxed),
+            "the request returned before its serve"
+        );
+    }
+
     /// The control: waiting cores that serve nothing but their interrupt (the protocol
     /// before) wait for each other until the control's bound breaks the tie.
     #[cfg(rcuref_fw_ipi_fence)]
