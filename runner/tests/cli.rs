@@ -598,7 +598,7 @@ fn start_hanging(name: &str, first: &str) -> Procs {
     let d = scratch(name);
     let q = hanging_qemu(&d, first);
     let elf = plain_elf(&d, &[]);
-    let runner = runner_cmd(
+    let mut cmd = runner_cmd(
         &d,
         &[
             "--target",
@@ -610,11 +610,25 @@ fn start_hanging(name: &str, first: &str) -> Procs {
             elf.to_str().unwrap(),
         ],
         &[],
-    )
-    .stdout(std::process::Stdio::piped())
-    .stderr(std::process::Stdio::piped())
-    .spawn()
-    .unwrap();
+    );
+    // The runner leaves alone the signals it finds ignored (as a shell's background job
+    // or `nohup` starts it), and this test may itself have been started so: it sends
+    // them, so the runner starts with their default dispositions.
+    // SAFETY: between fork and exec only signal(2), which is async-signal-safe, with
+    // constant arguments.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+            for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+            Ok(())
+        });
+    }
+    let runner = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
     let mut p = Procs { runner, qemu: None };
     let pidfile = d.join("qemu.pid");
     assert!(
