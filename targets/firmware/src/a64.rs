@@ -480,7 +480,7 @@ pub mod cores {
         /// The SGI that asks for a fence.
         pub const SGI: u32 = 1;
 
-        static TICKETS: Tickets<COUNT> = Tickets::new();
+        static TICKETS: Tickets<COUNT> = Tickets::new(dmb);
 
         fn dmb() {
             // SAFETY: a barrier.
@@ -488,7 +488,7 @@ pub mod cores {
         }
 
         pub(crate) fn on_request() {
-            TICKETS.serve(current(), dmb);
+            TICKETS.serve(current());
         }
 
         /// The heavy fence.
@@ -502,7 +502,7 @@ pub mod cores {
         // ticket is visible to the handler that the interrupt starts.
         unsafe impl rcuref::rcu::heavy::HeavyFence for SgiFence {
             fn heavy_fence() {
-                TICKETS.request(current(), dmb, |targets| super::gic::sgi(targets, SGI));
+                TICKETS.request(current(), |targets| super::gic::sgi(targets, SGI));
             }
         }
 

@@ -113,7 +113,7 @@ pub mod heavy {
     /// The harts the firmware runs on (`-smp 2`).
     const HARTS: usize = super::COUNT;
 
-    static TICKETS: Tickets<HARTS> = Tickets::new();
+    static TICKETS: Tickets<HARTS> = Tickets::new(fence_io);
 
     fn msip(hart: usize, v: u32) {
         // SAFETY: hart `hart`'s MSIP word of the CLINT (`hart < HARTS`): an aligned,
@@ -146,7 +146,7 @@ pub mod heavy {
         let me = riscv::register::mhartid::read();
         msip(me, 0);
         fence_io();
-        TICKETS.serve(me, fence_io);
+        TICKETS.serve(me);
     }
 
     /// The heavy fence (`crate::ipi`).
@@ -161,7 +161,7 @@ pub mod heavy {
     unsafe impl rcuref::rcu::heavy::HeavyFence for ClintIpi {
         fn heavy_fence() {
             let me = riscv::register::mhartid::read();
-            TICKETS.request(me, fence_io, |targets| {
+            TICKETS.request(me, |targets| {
                 for h in (0..HARTS).filter(|h| targets & 1 << h != 0) {
                     fence_io();
                     msip(h, 1);

@@ -25,26 +25,31 @@
 use core::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 use portable_atomic::{AtomicBool, AtomicPtr, AtomicU32};
 
-/// Per core: the newest ticket asked of it, and the newest it has served.
+/// Per core: the newest ticket asked of it, and the newest it has served; and the full
+/// fence every serve and request runs (one for the handler's serves and the wait loop's
+/// alike: a serve cannot be given another).
 pub(crate) struct Tickets<const N: usize> {
     asked: [AtomicU32; N],
     served: [AtomicU32; N],
+    fence: fn(),
 }
 
 impl<const N: usize> Tickets<N> {
-    /// No ticket asked of any core yet.
-    pub(crate) const fn new() -> Self {
+    /// No ticket asked of any core yet; `fence` is the target's full fence (one that
+    /// also orders the accesses that raise the interrupt).
+    pub(crate) const fn new(fence: fn()) -> Self {
         Tickets {
             asked: [const { AtomicU32::new(0) }; N],
             served: [const { AtomicU32::new(0) }; N],
+            fence,
         }
     }
 
     /// The heavy fence, from core `me`: `fence`, a ticket on every other core, `raise`
     /// with the set of them (a bit per core), a wait until each has served a ticket at
     /// least as new (serving this core's own pending requests meanwhile), `fence`.
-    pub(crate) fn request(&self, me: usize, fence: fn(), raise: impl FnOnce(u32)) {
-        fence();
+    pub(crate) fn request(&self, me: usize, raise: impl FnOnce(u32)) {
+        (self.fence)();
         let mut ticket = [0u32; N];
         let mut targets = 0u32;
         for (c, t) in ticket.iter_mut().enumerate().filter(|&(c, _)| c != me) {
@@ -58,7 +63,7 @@ impl<const N: usize> Tickets<N> {
             while (self.served[c].load(Acquire).wrapping_sub(t) as i32) < 0 {
                 if SERVE_WHILE_WAITING.load(Relaxed) {
                     if self.asked[me].load(Acquire) != self.served[me].load(Relaxed) {
-                        self.serve(me, fence);
+                        self.serve(me);
                     }
                 } else {
                     // The control (`serve_while_waiting(false)`): after a bound, count
@@ -66,23 +71,23 @@ impl<const N: usize> Tickets<N> {
                     spins += 1;
                     if spins == STUCK_AFTER {
                         STUCK.fetch_add(1, Relaxed);
-                        self.serve(me, fence);
+                        self.serve(me);
                         spins = 0;
                     }
                 }
                 core::hint::spin_loop();
             }
         }
-        fence();
+        (self.fence)();
     }
 
     /// The interrupt handler's part (its interrupt already cleared), and the wait
     /// loop's, on core `me`: the newest ticket asked of it, `fence`, the observer
     /// ([`observe_serves`]), the ticket published as served unless a newer one already
     /// is (the handler can interrupt the loop's serve between its load and its store).
-    pub(crate) fn serve(&self, me: usize, fence: fn()) {
+    pub(crate) fn serve(&self, me: usize) {
         let ticket = self.asked[me].load(Acquire);
-        fence();
+        (self.fence)();
         let observer = OBSERVER.load(Acquire);
         if !observer.is_null() {
             // SAFETY: `OBSERVER` only holds null or a `fn(usize)` stored by
@@ -128,16 +133,17 @@ pub mod checks {
 
     fn no_fence() {}
 
-    static NESTED: Tickets<1> = Tickets::new();
+    static NESTED: Tickets<1> = Tickets::new(fence_interrupted_by_a_newer_serve);
     static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
     /// The fence of the outer serve below: "interrupted" once by a request of another
     /// core and the handler's serve of it, between the outer serve's load of its ticket
-    /// and its publication (as the handler can interrupt a wait loop's serve).
+    /// and its publication (as the handler can interrupt a wait loop's serve). The
+    /// nested serve's own fence finds the interruption done and returns.
     fn fence_interrupted_by_a_newer_serve() {
         if !INTERRUPTED.swap(true, Relaxed) {
             NESTED.asked[0].fetch_add(1, AcqRel);
-            NESTED.serve(0, no_fence);
+            NESTED.serve(0);
         }
     }
 
@@ -149,11 +155,11 @@ pub mod checks {
         NESTED.asked[0].store(start.wrapping_add(1), Relaxed);
         NESTED.served[0].store(start, Relaxed);
         INTERRUPTED.store(false, Relaxed);
-        NESTED.serve(0, fence_interrupted_by_a_newer_serve);
+        NESTED.serve(0);
         NESTED.served[0].load(Acquire).wrapping_sub(start)
     }
 
-    static WRAP: Tickets<2> = Tickets::new();
+    static WRAP: Tickets<2> = Tickets::new(no_fence);
     static ABOUT_TO_SERVE: AtomicBool = AtomicBool::new(false);
 
     /// Core 0's part of a request whose ticket wraps (the counters start at
@@ -161,7 +167,7 @@ pub mod checks {
     /// serve it when the request returned (a wait that compares tickets without
     /// wrapping returns at once). Core 1 runs [`serve_late`] meanwhile.
     pub fn request_across_the_wrap() -> bool {
-        WRAP.request(0, no_fence, |_| {});
+        WRAP.request(0, |_| {});
         ABOUT_TO_SERVE.load(Acquire)
     }
 
@@ -174,7 +180,7 @@ pub mod checks {
             core::hint::spin_loop();
         }
         ABOUT_TO_SERVE.store(true, Release);
-        WRAP.serve(1, no_fence);
+        WRAP.serve(1);
     }
 
     /// Sets the counters of [`request_across_the_wrap`] to `u32::MAX`, no serve begun.
