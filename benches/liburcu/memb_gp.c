@@ -437,6 +437,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "unknown row %s\n", row);
 		return 2;
 	}
+#ifdef MB_FLAVOUR
 	printf("gp row=%s threads=%ld median=%.1f p99=%.1f unit=%s\n", row, threads, median, p99, unit);
+#else
+	printf("gp row=%s threads=%ld median=%.1f p99=%.1f unit=%s membarrier=%d\n", row, threads,
+	       median, p99, unit, urcu_memb_has_sys_membarrier);
+#endif
 	return 0;
 }

@@ -848,6 +848,9 @@ fn urcu_rows(root: &Path, how: &str) -> Result<String, String> {
                     .args(*pre)
                     .args(["latency-preempted", &h.to_string()]))?;
                 print!("{label}: {out}");
+                if !pre.is_empty() && !out.contains("membarrier=0") {
+                    return Err(format!("{label}: memb did not fall back: {out}"));
+                }
                 runs.push((num(&out, "median=")?, num(&out, "p99=")?));
             }
         }
