@@ -651,7 +651,7 @@ const URCU_END: &str = "<!-- urcu section ends -->";
 const PREEMPTED_US: u64 = 100;
 
 /// Runs per cell of the test_urcu rows (the cell is their median).
-const URCU_ROUNDS: usize = 3;
+const URCU_ROUNDS: usize = 5;
 
 /// liburcu's `test_urcu` shape (`gp urcu` / `urcu-yield`, `memb_gp urcu`): readers in
 /// tight loops, which outnumber the cores from 4 up, and one writer calling synchronize
