@@ -392,6 +392,16 @@ static void urcu_row(long readers, double *gps, double *reads)
 	*reads = atomic_load(&urcu_reads) / secs / readers;
 }
 
+/* Ends a row's line: memb's rows say whether membarrier worked (membarrier=0: memb fell
+ * back to full fences, benches/liburcu/no_membarrier.c); mb has no such choice. */
+static void end_line(void)
+{
+#ifndef MB_FLAVOUR
+	printf(" membarrier=%d", urcu_memb_has_sys_membarrier);
+#endif
+	printf("\n");
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 3) {
@@ -414,18 +424,15 @@ int main(int argc, char **argv)
 		latency_preempted(threads, &median, &p99);
 	} else if (strcmp(row, "read-paced") == 0) {
 		double ns = read_paced();
-		printf("gp row=%s threads=1 median=%.2f p99=0.0 unit=ns writer=%.0f\n", row, ns, paced_rate);
+		printf("gp row=%s threads=1 median=%.2f p99=0.0 unit=ns writer=%.0f", row, ns, paced_rate);
+		end_line();
 		return 0;
 	} else if (strcmp(row, "urcu") == 0 || strcmp(row, "urcu-yield") == 0) {
 		double gps, reads;
 		urcu_row(threads, &gps, &reads);
-#ifdef MB_FLAVOUR
-		printf("gp row=%s threads=%ld median=%.1f p99=0.0 unit=per_s reads=%.0f\n", row, threads, gps, reads);
-#else
-		/* membarrier=0: memb fell back to full fences (benches/liburcu/no_membarrier.c). */
-		printf("gp row=%s threads=%ld median=%.1f p99=0.0 unit=per_s reads=%.0f membarrier=%d\n",
-		       row, threads, gps, reads, urcu_memb_has_sys_membarrier);
-#endif
+		printf("gp row=%s threads=%ld median=%.1f p99=0.0 unit=per_s reads=%.0f", row, threads,
+		       gps, reads);
+		end_line();
 		return 0;
 	} else if (strcmp(row, "throughput") == 0) {
 		median = on_threads(threads, synchronizer, 0);
@@ -437,11 +444,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "unknown row %s\n", row);
 		return 2;
 	}
-#ifdef MB_FLAVOUR
-	printf("gp row=%s threads=%ld median=%.1f p99=%.1f unit=%s\n", row, threads, median, p99, unit);
-#else
-	printf("gp row=%s threads=%ld median=%.1f p99=%.1f unit=%s membarrier=%d\n", row, threads,
-	       median, p99, unit, urcu_memb_has_sys_membarrier);
-#endif
+	printf("gp row=%s threads=%ld median=%.1f p99=%.1f unit=%s", row, threads, median, p99, unit);
+	end_line();
 	return 0;
 }

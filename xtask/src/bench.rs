@@ -721,6 +721,21 @@ fn urcu_rows(root: &Path, how: &str) -> Result<String, String> {
             .and_then(|v| v.parse().ok())
             .ok_or_else(|| format!("no {key} in: {out}"))
     };
+    // Runs a row: its program with the arguments before the row's name, then `args`,
+    // and prints what it said. A row run through the launcher that refuses membarrier
+    // must say that memb fell back.
+    let run_row = |label: &str,
+                   bin: &Path,
+                   pre: &[&std::ffi::OsStr],
+                   args: &[&str]|
+     -> Result<String, String> {
+        let out = run(Command::new(bin).args(pre).args(args))?;
+        print!("{label}: {out}");
+        if !pre.is_empty() && !out.contains("membarrier=0") {
+            return Err(format!("{label}: memb did not fall back: {out}"));
+        }
+        Ok(out)
+    };
     let load_before = load();
     let mut md = String::new();
     let _ = writeln!(
@@ -760,11 +775,7 @@ fn urcu_rows(root: &Path, how: &str) -> Result<String, String> {
         let mut free: Vec<Vec<(f64, f64)>> = vec![Vec::new(); who.len()];
         for _ in 0..URCU_ROUNDS {
             for ((label, bin, pre, row), runs) in who.iter().zip(&mut free) {
-                let out = run(Command::new(bin).args(*pre).args([*row, &r.to_string()]))?;
-                print!("{label}: {out}");
-                if !pre.is_empty() && !out.contains("membarrier=0") {
-                    return Err(format!("{label}: memb did not fall back: {out}"));
-                }
+                let out = run_row(label, bin, pre, &[row, &r.to_string()])?;
                 runs.push((num(&out, "median=")?, num(&out, "reads=")?));
             }
         }
@@ -844,13 +855,7 @@ fn urcu_rows(root: &Path, how: &str) -> Result<String, String> {
         let mut runs: Vec<Vec<(f64, f64)>> = vec![Vec::new(); sleepers.len()];
         for _ in 0..URCU_ROUNDS {
             for ((label, bin, pre), runs) in sleepers.iter().zip(&mut runs) {
-                let out = run(Command::new(bin)
-                    .args(*pre)
-                    .args(["latency-preempted", &h.to_string()]))?;
-                print!("{label}: {out}");
-                if !pre.is_empty() && !out.contains("membarrier=0") {
-                    return Err(format!("{label}: memb did not fall back: {out}"));
-                }
+                let out = run_row(label, bin, pre, &["latency-preempted", &h.to_string()])?;
                 runs.push((num(&out, "median=")?, num(&out, "p99=")?));
             }
         }
