@@ -429,6 +429,22 @@ fn catches_single_phase_flip() {
     must_catch(Mutant::SingleFlip, reader_vs_two_updates);
 }
 
+/// A blocking wait's cookie that takes one flip and one wait without its scan
+/// (`gp::waiter_target`): the model's stale reader (phase loaded before the first
+/// update's flip, announced after its wait) is waited for by nobody in the second.
+#[test]
+fn catches_a_waiters_cookie_without_its_scan() {
+    must_catch(Mutant::WaitersCookieTrustsNoScan, reader_vs_two_updates);
+}
+
+#[test]
+fn catches_a_waiters_cookie_without_its_scan_with_two_drivers() {
+    must_catch(
+        Mutant::WaitersCookieTrustsNoScan,
+        reader_vs_two_updates_two_drivers,
+    );
+}
+
 #[test]
 fn catches_nesting_ignored() {
     must_catch(Mutant::NestingIgnored, nested_reader_vs_update);

@@ -120,6 +120,15 @@ mutants! {
     /// as one of its own, although its scan may have run before the caller unpublished
     /// anything: the cookie then covers one flip and one wait, like `SingleFlip`.
     CookieCountsWaitInProgress,
+    /// RCU, without heavy fences: a blocking wait's cookie covers one flip and one wait
+    /// without the scan that entitles it to (`gp::waiter_target`): a reader that loaded
+    /// the phase before the last flip and announced it after that wait's scan is waited
+    /// for by nobody, as with `SingleFlip`.
+    WaitersCookieTrustsNoScan,
+    /// RCU, without heavy fences: `start_poll` hands out its first cookie without
+    /// marking the domain, so a `synchronize` after it takes one flip and one wait and
+    /// returns with that cookie not done (safe, but not what Linux promises).
+    CookiesLeftUnmarked,
     /// RCU, asymmetric mode: grace periods skip the heavy fence, so readers (which have
     /// only a compiler fence) may announce themselves too late.
     SkipHeavyFence,

@@ -67,6 +67,12 @@ pub struct Rcu<const N: usize> {
     pub(super) slots: [Line<AtomicU32>; N],
     /// How many of the first slots are dedicated to `ContextReader`s.
     pub(super) dedicated: usize,
+    /// Whether a cookie has ever been handed out ([`Rcu::start_poll`] and what is built
+    /// on it): a blocking wait's cookie may then take no shortcut (`waiters_cookie`).
+    /// INVARIANT: false → true once, never back; set before the first cookie is
+    /// returned. Read-mostly, off the hot lines (written once in a domain's life).
+    #[cfg(not(rcuref_fences))]
+    pub(super) cookies_taken: crate::sync::AtomicBool,
 }
 
 /// What every outermost lock and unlock reads and little else writes: the phase word,
@@ -275,7 +281,7 @@ impl<const N: usize> Rcu<N> {
     #[cfg(feature = "strict-grace-periods")]
     #[inline(never)]
     pub(super) fn drive_strictly(&self) {
-        let _ = self.get_state().poll();
+        let _ = self.unmarked_cookie().poll();
     }
 
     /// Begins a read section that another context may end (Linux's `srcu_down_read`):
@@ -321,6 +327,46 @@ impl<const N: usize> Rcu<N> {
     /// It starts nothing: grace periods here are driven by whoever polls or waits, so
     /// this is [`get_state`](Self::get_state) under the name Linux callers look for.
     pub fn start_poll(&self) -> GpCookie<'_, N> {
+        let cookie = self.unmarked_cookie();
+        // Before the cookie is returned: a `synchronize` that happens after this call
+        // must count a whole grace period, so that this cookie is done when it returns
+        // (`waiters_cookie`). One load of a word written once in the domain's life.
+        #[cfg(not(rcuref_fences))]
+        if !self.cookies_taken.load(Relaxed) {
+            divert!(CookiesLeftUnmarked => cookie);
+            self.cookies_taken.store(true, Relaxed);
+        }
+        cookie
+    }
+
+    /// The cookie of a blocking wait that drives it at once (every `synchronize`).
+    ///
+    /// Where heavy fences may run, [`start_poll`](Self::start_poll)'s. Without them, in
+    /// a domain that has never handed out a cookie, a scan of the slots after it may
+    /// bring its target one flip and one wait closer (`gp::waiter_target`; module docs,
+    /// "A blocking wait's own scan"). Once any cookie has been handed out, the whole
+    /// grace period: a caller that took a cookie and then synchronizes expects that
+    /// cookie done when `synchronize` returns (Linux promises as much), and a cookie's
+    /// target counts whole grace periods. `start_poll` marks the domain before it
+    /// returns, so a `synchronize` that happens after it reads the mark (coherence of
+    /// one word that only ever goes from false to true).
+    pub(super) fn waiters_cookie(&self) -> GpCookie<'_, N> {
+        let g = super::ops::cookie_snapshot(&self.gp.0);
+        #[cfg(not(rcuref_fences))]
+        let target = if self.cookies_taken.load(Relaxed) {
+            super::gp::cookie_target(g)
+        } else {
+            super::gp::waiter_target(self, g)
+        };
+        #[cfg(rcuref_fences)]
+        let target = super::gp::cookie_target(g);
+        GpCookie { rcu: self, target }
+    }
+
+    /// A cookie as [`start_poll`](Self::start_poll) takes it, without marking the
+    /// domain (`cookies_taken`): for a poll that drops its cookie at once.
+    #[inline]
+    pub(super) fn unmarked_cookie(&self) -> GpCookie<'_, N> {
         GpCookie {
             rcu: self,
             target: super::gp::cookie_target(super::ops::cookie_snapshot(&self.gp.0)),
@@ -581,6 +627,8 @@ impl<const N: usize> Rcu<N> {
                 serial: super::sections::Serial::new(),
                 slots: array_of!(Line(AtomicU32::new(0)); N),
                 dedicated: 0,
+                #[cfg(not(rcuref_fences))]
+                cookies_taken: crate::sync::AtomicBool::new(false),
             }
         }
     }

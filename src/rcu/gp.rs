@@ -234,11 +234,45 @@ pub(super) fn record_phase<const N: usize>(rcu: &Rcu<N>, g: u32) {
 /// One scan of the slots: whether a reader is online with the phase before the flip
 /// that led to the wait at `g`.
 fn old_phase_online<const N: usize>(rcu: &Rcu<N>, g: u32) -> bool {
-    let old = phase(g) ^ 1;
+    phase_online(rcu, phase(g) ^ 1)
+}
+
+/// One scan of the slots: whether a reader is online with phase `p`.
+fn phase_online<const N: usize>(rcu: &Rcu<N>, p: u32) -> bool {
     rcu.slots.iter().any(|s| {
         let v = ops::scan_slot(&s.0);
-        online(v) && phase_of(v) == old
+        online(v) && phase_of(v) == p
     })
+}
+
+/// The target of the cookie a blocking wait takes when the counter read `g` and then
+/// drives at once (`Rcu::waiters_cookie`), in a build without heavy fences: one flip
+/// and one wait from the next flip when a scan after the cookie's fence finds no reader
+/// online with the phase that wait does not wait for, `cookie_target(g)` otherwise.
+///
+/// Why that is enough (module docs, "Why two flips", "A blocking wait's own scan"): the
+/// first wait after `g` (at `w`, odd) waits for readers online with `phase(w) ^ 1`. A
+/// reader online with `phase(w)` is one the second flip exists for; this scan, made
+/// after the caller's unpublish and the cookie's full fence, either sees its slot
+/// online (then the cookie falls back to the whole grace period) or, by the fence
+/// pairing of `rcu-lock-vs-wait`, the reader's loads after its fence see the unpublish
+/// (litmus `rcu-waiters-cookie`, twins without the scan and without the fence). The
+/// scan reads the slots only: the counter and the phase word are untouched, so other
+/// drivers and other cookies see nothing of it. Linux and liburcu make the same
+/// argument with their one switch a grace period, under a mutex; here the caller scans
+/// for itself, so no driver needs to be in charge.
+#[cfg(not(rcuref_fences))]
+#[inline]
+pub(super) fn waiter_target<const N: usize>(rcu: &Rcu<N>, g: u32) -> u32 {
+    divert!(WaitersCookieTrustsNoScan => plus(g, 2 + (g & 1)));
+    // The first wait that starts after `g`: the next one, or, while one is in progress
+    // (its scan may predate the unpublish), the one after it.
+    let w = plus(g, 1 + (g & 1));
+    if phase_online(rcu, phase(w)) {
+        cookie_target(g)
+    } else {
+        plus(w, 1)
+    }
 }
 
 /// The target of a cookie taken when the counter read `g`: a whole grace period (two
@@ -492,5 +526,86 @@ impl core::fmt::Debug for Holdouts<'_> {
 impl Clone for Holdouts<'_> {
     fn clone(&self) -> Self {
         Holdouts { ..*self }
+    }
+}
+
+/// A blocking wait's own scan (`waiter_target`), in the build without heavy fences.
+#[cfg(all(test, not(loom), not(rcuref_fences)))]
+mod waiters_cookie_tests {
+    use super::super::encoding::{entered, CLAIMED};
+    use super::*;
+    use crate::sync::Ordering::Relaxed;
+
+    /// A hook that gives up after a few attempts (the test's stuck reader never leaves).
+    fn a_few(w: &Waiting<'_, '_, 4>) -> ControlFlow<()> {
+        if w.attempts() < 8 {
+            ControlFlow::Continue(())
+        } else {
+            ControlFlow::Break(())
+        }
+    }
+
+    /// No cookie handed out, no stale reader: each `synchronize` is one flip and one
+    /// wait, from an even counter and from a wait in progress (odd).
+    #[test]
+    fn a_synchronize_without_a_stale_reader_takes_one_flip_and_one_wait() {
+        let rcu: Rcu<4> = Rcu::new();
+        let mut me = rcu.reader().unwrap();
+        me.synchronize(crate::rcu::spin).unwrap();
+        assert_eq!(rcu.gp_counter(), 2);
+        me.synchronize(crate::rcu::spin).unwrap();
+        assert_eq!(rcu.gp_counter(), 4);
+        // A wait in progress: its scan may predate the caller's unpublish, so the
+        // cookie counts the wait after it (5 → 6, flip, wait: 8), not 5 → 6.
+        rcu.gp.0.store(5, Relaxed);
+        me.synchronize(crate::rcu::spin).unwrap();
+        assert_eq!(rcu.gp_counter(), 8);
+        assert!(!rcu.cookies_taken.load(Relaxed));
+    }
+
+    /// A reader online with the phase the next wait does not wait for (as a reader
+    /// that loaded the phase before the last flip and announced it after that flip's
+    /// wait leaves it): the scan sees it and the cookie takes the whole grace period,
+    /// whose second wait it holds. One flip and one wait would have returned `Ok` at 2
+    /// with the reader still inside (`Mutant::WaitersCookieTrustsNoScan`).
+    #[test]
+    fn a_stale_reader_seen_by_the_scan_costs_the_whole_grace_period() {
+        // (From an odd counter the phase the next wait does not wait for is the one the
+        // wait in progress waits for: such a reader holds that wait either way.)
+        for (start, stale_at) in [(0u32, 3u32), (2, 5)] {
+            let rcu: Rcu<4> = Rcu::new_at(start);
+            let mut me = rcu.reader().unwrap();
+            let other = rcu.reader().unwrap();
+            let slot = &rcu.slots[other.slot()].0;
+            // The phase of the first wait after the cookie's counter value (which that
+            // wait does not wait for).
+            let w = plus(start, 1 + (start & 1));
+            slot.store(entered(phase(w)), Relaxed);
+            assert_eq!(me.synchronize(a_few), Err(Error::GaveUp));
+            assert_eq!(
+                rcu.gp_counter(),
+                stale_at,
+                "from {start}: the stale reader must hold the grace period's second wait"
+            );
+            slot.store(CLAIMED, Relaxed);
+            me.synchronize(crate::rcu::spin).unwrap();
+        }
+    }
+
+    /// Once a cookie has been handed out, `synchronize` takes whole grace periods, so
+    /// that cookie is done when it returns (`Mutant::CookiesLeftUnmarked` leaves it
+    /// pending). An internal cookie that is polled and dropped does not mark the domain.
+    #[test]
+    fn a_cookie_handed_out_is_done_when_a_later_synchronize_returns() {
+        let rcu: Rcu<4> = Rcu::new();
+        let mut me = rcu.reader().unwrap();
+        assert!(rcu.unmarked_cookie().poll());
+        assert!(!rcu.cookies_taken.load(Relaxed));
+        rcu.gp.0.store(0, Relaxed);
+        let cookie = rcu.start_poll();
+        assert!(rcu.cookies_taken.load(Relaxed));
+        me.synchronize(crate::rcu::spin).unwrap();
+        assert_eq!(rcu.gp_counter(), 4);
+        assert!(cookie.is_done());
     }
 }

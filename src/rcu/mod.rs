@@ -29,7 +29,8 @@
 //! read `gp` (see "The phase word" below). A cookie
 //! ([`Rcu::start_poll`]) is the counter value at which the next full grace period ends
 //! (where heavy fences may run, the next full grace period that starts at a multiple of
-//! 4: [`heavy`], "One fence per grace period").
+//! 4: [`heavy`], "One fence per grace period"; without them, a blocking wait's cookie
+//! may end one flip and one wait sooner: "A blocking wait's own scan" below).
 //!
 //! # Why two flips
 //!
@@ -48,6 +49,37 @@
 //! reader's stale phase is old for one of the two waits, so it is waited for. liburcu
 //! shipped the one-flip bug once; `tests/loom_rcu.rs` keeps a one-flip variant
 //! (`Mutant::SingleFlip`) and requires the model to catch it.
+//!
+//! # A blocking wait's own scan
+//!
+//! The second flip is there for one reader only: the stale one above, which loaded the
+//! phase before a flip and announced it after that flip's wait had scanned. A caller
+//! that is about to drive its own grace period can look for it instead. In a build
+//! without heavy fences, every `synchronize` takes its cookie ([`Rcu::start_poll`]'s
+//! unpublish-fence-load), then scans the slots once more for a reader online with the
+//! phase that the next wait does *not* wait for. If none is there, one flip and one
+//! wait suffice: a reader already announced with the other phase is that wait's, and
+//! a reader whose announcement this scan missed has its fence after the cookie's, so
+//! its loads see the unpublish (`rcu-lock-vs-wait`'s pairing, with the cookie's fence
+//! in the wait's place). If one is there, the cookie takes the whole grace period as
+//! before. The counter and the phase word are not touched, so drivers, the lap guard
+//! and every other cookie are as described here; this is liburcu's and Linux's one
+//! switch a grace period, with the wait for stale readers made by the caller, for its
+//! own cookie, instead of by a writer holding a mutex.
+//!
+//! The shortcut is taken only in a domain that has never handed out a cookie. A
+//! cookie's target counts whole grace periods, and a caller that took one
+//! ([`Rcu::start_poll`], [`Rcu::get_state`], and the types that keep one: `RcuCell`'s
+//! retired values, [`RcuValue`], [`DeferQueue`], the callback queue) and then
+//! synchronizes expects it done when `synchronize` returns, as Linux promises: one
+//! flip and one wait leave it pending. So `start_poll` marks the domain, once, before
+//! it returns its first cookie, and a `synchronize` that reads the mark takes the whole
+//! grace period (a `synchronize` that happens after the `start_poll` reads it: one word
+//! that only goes from false to true). Where heavy fences may run the scan would need
+//! one, and cookies stay aligned to first waits instead (`heavy`, "One fence per grace
+//! period"). Litmus `rcu-waiters-cookie`, with twins that drop the scan or its fence;
+//! `Mutant::WaitersCookieTrustsNoScan` (one flip without the scan) must be caught by
+//! the loom models, `Mutant::CookiesLeftUnmarked` by the tests of Linux's promise.
 //!
 //! # The phase word
 //!

@@ -478,7 +478,7 @@ impl<'d, const N: usize> At<'d, N> {
         hook: impl FnMut(&Waiting<'_, '_, N>) -> ControlFlow<()>,
     ) -> Result<(), Error> {
         self.may_wait(self.rcu)?;
-        super::gp::until_done(self.rcu.start_poll(), hook)
+        super::gp::until_done(self.rcu.waiters_cookie(), hook)
     }
 
     /// Waits through this slot until `cookie` is done. A cookie of another domain is

@@ -534,8 +534,8 @@ mod tests {
             26
         );
         assert_eq!(paths.len(), 26 + 33);
-        assert_eq!(tests.len(), 23);
-        assert_eq!(tests.iter().map(|t| t.twins.len()).sum::<usize>(), 42);
+        assert_eq!(tests.len(), 24);
+        assert_eq!(tests.iter().map(|t| t.twins.len()).sum::<usize>(), 44);
     }
 
     /// Every path a test calls, swaps or drops is in paths.txt.
