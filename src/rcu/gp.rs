@@ -455,10 +455,12 @@ impl<const N: usize> defmt::Format for GpCookie<'_, N> {
 }
 
 /// Two cookies are equal when they are of the same domain and name the same grace
-/// period (Linux's `same_state_synchronize_rcu`): two cookies taken with no step of the
-/// counter between them (and, where heavy fences may run, any two taken in the same
-/// stretch from a grace period's first wait to the next one's start, which share a
-/// target: `cookie_target`), or two completed cookies.
+/// period (Linux's `same_state_synchronize_rcu`): two cookies taken by
+/// [`Rcu::start_poll`] with no step of the counter between them (and, where heavy fences
+/// may run, any two taken in the same stretch from a grace period's first wait to the
+/// next one's start, which share a target: `cookie_target`), or two completed cookies.
+/// A blocking wait's own cookie ([`Waiting::cookie`]) may name a grace period one flip
+/// and one wait sooner, and then differs from `start_poll`'s taken at the same moment.
 impl<const N: usize> PartialEq for GpCookie<'_, N> {
     fn eq(&self, other: &Self) -> bool {
         core::ptr::eq(self.rcu, other.rcu) && self.target == other.target

@@ -91,7 +91,9 @@
 //!
 //! **Safety does not depend on the phase a reader records.** (The word's other bit, where
 //! the fence is chosen at run time, is another matter: "Memory ordering" below.) A grace
-//! period contains two consecutive waits, one for each phase value. Whatever phase a
+//! period contains two consecutive waits, one for each phase value (a blocking wait that
+//! takes one flip puts its own scan in the place of the other wait: "A blocking wait's
+//! own scan", whose scan does not read the phase word either). Whatever phase a
 //! reader's slot shows, one of the two waits is for that phase and completes only after a
 //! scan that did not see the slot online with it; as only the reader writes its slot and
 //! the phase is fixed for a whole section, that scan came after the section ended (or, by
@@ -196,8 +198,9 @@
 //! interrupt handler runs on the same core, after everything the code it interrupted
 //! has executed. A grace period with no reader in the way: four compare-exchanges, two
 //! scans of the `N` slots, and the registration of each polling call (two
-//! read-modify-writes of a counter that readers never touch). See docs/testing.md for
-//! the measured instruction sequences.
+//! read-modify-writes of a counter that readers never touch); a `synchronize` that
+//! takes the shortcut of "A blocking wait's own scan", two compare-exchanges and two
+//! scans. See docs/testing.md for the measured instruction sequences.
 //!
 //! # Writers, interrupts and waiting
 //!

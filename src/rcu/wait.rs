@@ -304,7 +304,15 @@ impl<'c, 'd, const N: usize> Waiting<'c, 'd, N> {
         }
     }
 
-    /// The grace period being waited for.
+    /// The grace period being waited for. A `synchronize` that takes one flip and one
+    /// wait (module docs, "A blocking wait's own scan") shows its own cookie here, which
+    /// may name a grace period that ends sooner than [`Rcu::start_poll`]'s at the same
+    /// moment would; like any cookie it is done once every section that was running
+    /// when the wait began has ended. Kept by the hook, it does not mark the domain
+    /// (only `start_poll` does), and needs none: a later `synchronize` targets no
+    /// earlier grace period.
+    ///
+    /// [`Rcu::start_poll`]: super::Rcu::start_poll
     pub fn cookie(&self) -> GpCookie<'d, N> {
         *self.cookie
     }
