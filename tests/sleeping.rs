@@ -178,3 +178,94 @@ fn std_sleeping_waits_make_progress_under_more_readers_than_cores() {
     assert!(gps > 0 && reads > 0, "{gps} grace periods, {reads} reads");
     println!("std_sleeping: {gps} grace periods and {reads} reads in 0.5 s with 6 readers");
 }
+
+/// A writer waiting with `std_sleeping_for(bound)` (or `std_sleeping` with `None`) on a
+/// fresh domain whose wake hook is `wake` (`None`: the one `std_sleeping` installs, a
+/// `std_wake`), while a reader holds a section; 20 ms after the writer's first sleep
+/// began the reader leaves. Returns how long the writer took to return after the
+/// unlock, and how many times its hook ran.
+fn std_writer_after_unlock(wake: Option<fn()>, bound: Option<Duration>) -> (Duration, u32) {
+    use rcuref::rcu::{std_sleeping, std_sleeping_for, SPIN_ATTEMPTS};
+    let rcu: &'static Rcu<4> = leak(Rcu::new());
+    rcu.set_wake_hook(wake);
+    let (inside, leave) = (leak(AtomicBool::new(false)), leak(AtomicBool::new(false)));
+    let asleep = leak(AtomicBool::new(false));
+    let reader = std::thread::spawn(move || {
+        let r = rcu.reader().unwrap();
+        let g = r.lock();
+        inside.store(true, SeqCst);
+        while !leave.load(SeqCst) {
+            std::thread::yield_now();
+        }
+        drop(g);
+        Instant::now()
+    });
+    while !inside.load(SeqCst) {
+        std::thread::yield_now();
+    }
+    let writer = std::thread::spawn(move || {
+        let mut w = rcu.reader().unwrap();
+        let mut calls = 0u32;
+        let mut run = |mut inner: Box<dyn FnMut(&rcuref::rcu::Waiting<'_, '_, 4>) -> _>| {
+            w.synchronize(|wt| {
+                calls += 1;
+                if wt.attempts() > SPIN_ATTEMPTS {
+                    asleep.store(true, SeqCst); // this attempt sleeps (or polls, at zero)
+                }
+                inner(wt)
+            })
+            .unwrap()
+        };
+        match bound {
+            Some(b) => run(Box::new(std_sleeping_for::<4>(b))),
+            None => run(Box::new(std_sleeping::<4>())),
+        }
+        (Instant::now(), calls)
+    });
+    while !asleep.load(SeqCst) {
+        std::thread::yield_now();
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    leave.store(true, SeqCst);
+    let unlocked = reader.join().unwrap();
+    let (returned, calls) = writer.join().unwrap();
+    (returned.saturating_duration_since(unlocked), calls)
+}
+
+fn no_wake() {}
+
+/// `std_sleeping_for`'s bound is the caller's: with the wake sent nowhere, a 400 ms
+/// bound sleeps on long after the unlock, where `std_sleeping`'s 1 ms one (the
+/// control, same harness) returns within milliseconds.
+#[test]
+fn std_sleeping_for_sleeps_out_its_own_bound() {
+    let _x = exclusive();
+    let (late, _) = std_writer_after_unlock(Some(no_wake), Some(Duration::from_millis(400)));
+    assert!(
+        late >= Duration::from_millis(200),
+        "returned {late:?} after the unlock with no wake and a 400 ms bound"
+    );
+    let (prompt, _) = std_writer_after_unlock(Some(no_wake), None);
+    assert!(
+        prompt < Duration::from_millis(200),
+        "std_sleeping's 1 ms bound: returned {prompt:?} after the unlock"
+    );
+}
+
+/// A bound longer than any timer (`Duration::MAX`) waits without one and is woken by
+/// the unlock (the `std_wake` it installs); `Duration::ZERO` never sleeps: with the
+/// wake sent nowhere it still returns at once, having polled.
+#[test]
+fn std_sleeping_for_at_the_extremes() {
+    let _x = exclusive();
+    let (woken, _) = std_writer_after_unlock(None, Some(Duration::MAX));
+    assert!(
+        woken < Duration::from_millis(500),
+        "no wake-up with an unbounded sleep: returned {woken:?} after the unlock"
+    );
+    let (polled, calls) = std_writer_after_unlock(Some(no_wake), Some(Duration::ZERO));
+    assert!(
+        polled < Duration::from_millis(200) && calls > 100,
+        "a zero bound: returned {polled:?} after the unlock, hook ran {calls} times"
+    );
+}

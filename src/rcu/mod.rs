@@ -410,5 +410,5 @@ pub use readers::{
 pub use value::RcuValue;
 pub use wait::{forever, sleeping, spin, Deadline, GracePeriod, StallDetector, Waiting};
 #[cfg(all(feature = "std", not(loom)))]
-pub use wait::{std_sleeping, std_wake, SLEEP_BOUND, SPIN_ATTEMPTS};
+pub use wait::{std_sleeping, std_sleeping_for, std_wake, SLEEP_BOUND, SPIN_ATTEMPTS};
 pub use wakers::Wakers;

@@ -464,7 +464,8 @@ mod std_sleep {
     static LOCK: Mutex<()> = Mutex::new(());
     static WOKEN: Condvar = Condvar::new();
 
-    /// How long a sleeping wait sleeps at most (the bound on a missed or late wake-up).
+    /// How long a [`std_sleeping`] wait sleeps at most (the bound on a missed or late
+    /// wake-up); [`std_sleeping_for`] takes another.
     pub const SLEEP_BOUND: Duration = Duration::from_millis(1);
     /// Attempts a [`std_sleeping`] wait polls before it sleeps: with the blocking
     /// wait's back-off between them (1, 2, 4 … 64 spin-loop hints), a few microseconds
@@ -478,7 +479,7 @@ mod std_sleep {
     /// The domain wake hook that [`std_sleeping`] installs: wakes every sleeping wait of
     /// the process. Never blocks, so a reader in a signal handler may end its section
     /// (it only tries the lock: when another context holds it, a sleeper may wake up to
-    /// [`SLEEP_BOUND`] late).
+    /// its bound late, [`SLEEP_BOUND`] for [`std_sleeping`]).
     pub fn std_wake() {
         WAKES.fetch_add(1, SeqCst);
         if let Ok(_held) = LOCK.try_lock() {
@@ -487,12 +488,28 @@ mod std_sleep {
     }
 
     /// A wait hook that polls a few times, then sleeps on a condition variable until a
-    /// reader's unlock wakes it, or [`SLEEP_BOUND`] passes. It installs [`std_wake`] as
-    /// the domain's wake hook the first time it sleeps, if the domain has none. The
-    /// generation it sleeps on is read before the wait announces itself, so a wake that
-    /// comes between its last poll and its sleep is not lost
-    /// (`std_sleeping_keeps_a_wake_between_its_poll_and_its_sleep`).
+    /// reader's unlock wakes it, or [`SLEEP_BOUND`] passes: [`std_sleeping_for`] with
+    /// that bound. It installs [`std_wake`] as the domain's wake hook the first time it
+    /// sleeps, if the domain has none. The generation it sleeps on is read before the
+    /// wait announces itself, so a wake that comes between its last poll and its sleep is
+    /// not lost (`std_sleeping_keeps_a_wake_between_its_poll_and_its_sleep`).
     pub fn std_sleeping<const N: usize>() -> impl FnMut(&Waiting<'_, '_, N>) -> ControlFlow<()> {
+        std_sleeping_for(SLEEP_BOUND)
+    }
+
+    /// [`std_sleeping`] with another bound on each sleep: what a missed or late wake-up
+    /// costs at most, and how often a wait held by a reader that does not run polls
+    /// again. The bound is a timer the kernel arms for each sleep and cancels when the
+    /// wake comes first; in a virtual machine whose tick is longer than the bound that
+    /// can add microseconds to every wake-up (docs/bench/ANALYSIS.md measured 1 ms at
+    /// 6-9 µs more than 4 ms on a 4 ms tick, and 4 ms at fewer grace periods a second
+    /// with 8 readers on 2 cores). `Duration::ZERO` never sleeps: the wait polls, and
+    /// the readers' unlocks still call the wake hook while it is announced (use
+    /// [`spin`](super::spin) for a wait that only polls). A bound too long for the
+    /// platform's timer waits without one.
+    pub fn std_sleeping_for<const N: usize>(
+        bound: Duration,
+    ) -> impl FnMut(&Waiting<'_, '_, N>) -> ControlFlow<()> {
         move |w| {
             if w.attempts() > SPIN_ATTEMPTS {
                 if w.attempts() == SPIN_ATTEMPTS + 1 {
@@ -501,8 +518,7 @@ mod std_sleep {
                 let seen = WAKES.load(SeqCst);
                 w.sleep(|| {
                     let held = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-                    let _ =
-                        WOKEN.wait_timeout_while(held, SLEEP_BOUND, |_| WAKES.load(SeqCst) == seen);
+                    let _ = WOKEN.wait_timeout_while(held, bound, |_| WAKES.load(SeqCst) == seen);
                 });
             }
             ControlFlow::Continue(())
@@ -510,4 +526,4 @@ mod std_sleep {
     }
 }
 #[cfg(all(feature = "std", not(loom)))]
-pub use std_sleep::{std_sleeping, std_wake, SLEEP_BOUND, SPIN_ATTEMPTS};
+pub use std_sleep::{std_sleeping, std_sleeping_for, std_wake, SLEEP_BOUND, SPIN_ATTEMPTS};
