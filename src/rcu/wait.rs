@@ -477,14 +477,19 @@ mod std_sleep {
     pub const SPIN_ATTEMPTS: u32 = 8;
 
     /// The domain wake hook that [`std_sleeping`] installs: wakes every sleeping wait of
-    /// the process. Never blocks, so a reader in a signal handler may end its section
-    /// (it only tries the lock: when another context holds it, a sleeper may wake up to
-    /// its bound late, [`SLEEP_BOUND`] for [`std_sleeping`]).
+    /// the process. Never blocks, so a reader in a signal handler may end its section.
+    /// It notifies under the sleepers' lock when it can take it at once (then a sleeper
+    /// is either before its check, and sees the generation moved, or asleep), and
+    /// without it otherwise: a sleeper between its check and its wait can then miss the
+    /// notification, and wakes up to its bound late ([`SLEEP_BOUND`] for
+    /// [`std_sleeping`]). It skipped the notification when the lock was taken, and a
+    /// sleeper beside another one that held the lock lost its wake-up for its whole
+    /// bound (1-5 wake-ups in 1,000 beside a sleeper that takes the lock over and over:
+    /// `tests/sleeping.rs`, `a_wake_is_not_lost_while_another_sleeper_holds_the_lock`).
     pub fn std_wake() {
         WAKES.fetch_add(1, SeqCst);
-        if let Ok(_held) = LOCK.try_lock() {
-            WOKEN.notify_all();
-        }
+        let _held = LOCK.try_lock();
+        WOKEN.notify_all();
     }
 
     /// A wait hook that polls a few times, then sleeps on a condition variable until a
@@ -499,19 +504,26 @@ mod std_sleep {
 
     /// [`std_sleeping`] with another bound on each sleep: what a missed or late wake-up
     /// costs at most, and how often a wait held by a reader that does not run polls
-    /// again. The bound is a timer the kernel arms for each sleep and cancels when the
-    /// wake comes first; in a virtual machine whose tick is longer than the bound that
-    /// can add microseconds to every wake-up (docs/bench/ANALYSIS.md measured 1 ms at
-    /// 6-9 µs more than 4 ms on a 4 ms tick, and 4 ms at fewer grace periods a second
-    /// with 8 readers on 2 cores). `Duration::ZERO` never sleeps: the wait polls, and
-    /// the readers' unlocks still call the wake hook while it is announced (use
-    /// [`spin`](super::spin) for a wait that only polls). A bound too long for the
-    /// platform's timer waits without one.
+    /// again. The bound is a timer armed for each sleep and cancelled when the wake
+    /// comes first, and that can cost: docs/bench/ANALYSIS.md measured, on a 2-core
+    /// virtual machine, a reader preempted in its section and the writer back 30-34 µs
+    /// after the unlock with 1 ms, 24-26 µs with 3 ms or more; but with 4 or 10 ms, 8
+    /// readers on 2 cores let the writer make fewer grace periods (0.8x with the static
+    /// full fence, less with the fence chosen at run time) and 2 readers about 0.9x with
+    /// 10 ms.
+    ///
+    /// A wake-up can be missed (a window of a few instructions in [`std_wake`], one in
+    /// the full-fence mode's unlock: [`Waiting::sleep`]), and a wake hook other than
+    /// `std_wake` on the domain wakes nothing here unless it calls `std_wake`: then the
+    /// wait sleeps out its bound. So a bound is the most such a wake-up costs, and
+    /// `Duration::MAX` (or any bound past the timer's range, which sleeps with no timer)
+    /// can wait for ever. `Duration::ZERO` never sleeps and never announces itself: the
+    /// wait polls, as with [`spin`](super::spin).
     pub fn std_sleeping_for<const N: usize>(
         bound: Duration,
     ) -> impl FnMut(&Waiting<'_, '_, N>) -> ControlFlow<()> {
         move |w| {
-            if w.attempts() > SPIN_ATTEMPTS {
+            if w.attempts() > SPIN_ATTEMPTS && !bound.is_zero() {
                 if w.attempts() == SPIN_ATTEMPTS + 1 {
                     w.cookie().domain().wake_hook_or(std_wake);
                 }
