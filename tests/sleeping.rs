@@ -46,12 +46,11 @@ fn sleep_up_to(bound: Duration) {
     *g = false;
 }
 
-/// A reader holds a section; a writer's wait goes to sleep; the reader ends its
-/// section. Returns how long the writer took to return after the unlock.
-fn writer_after_unlock(wake: Option<fn()>, bound: Duration) -> Duration {
-    let rcu: &'static Rcu<4> = leak(Rcu::new());
-    rcu.set_wake_hook(wake);
-    BELL.sleeps.store(0, SeqCst);
+/// A thread inside a section of `rcu` (on return) until `leave` is set; it returns the
+/// moment its unlock finished.
+fn reader_in_section(
+    rcu: &'static Rcu<4>,
+) -> (&'static AtomicBool, std::thread::JoinHandle<Instant>) {
     let (inside, leave) = (leak(AtomicBool::new(false)), leak(AtomicBool::new(false)));
     let reader = std::thread::spawn(move || {
         let r = rcu.reader().unwrap();
@@ -66,6 +65,16 @@ fn writer_after_unlock(wake: Option<fn()>, bound: Duration) -> Duration {
     while !inside.load(SeqCst) {
         std::thread::yield_now();
     }
+    (leave, reader)
+}
+
+/// A reader holds a section; a writer's wait goes to sleep; the reader ends its
+/// section. Returns how long the writer took to return after the unlock.
+fn writer_after_unlock(wake: Option<fn()>, bound: Duration) -> Duration {
+    let rcu: &'static Rcu<4> = leak(Rcu::new());
+    rcu.set_wake_hook(wake);
+    BELL.sleeps.store(0, SeqCst);
+    let (leave, reader) = reader_in_section(rcu);
     let writer = std::thread::spawn(move || {
         let mut w = rcu.reader().unwrap();
         w.synchronize(sleeping(0, || sleep_up_to(bound))).unwrap();
@@ -198,21 +207,8 @@ fn std_writer_after(
     use rcuref::rcu::{std_sleeping, std_sleeping_for, SPIN_ATTEMPTS};
     let rcu: &'static Rcu<4> = leak(Rcu::new());
     rcu.set_wake_hook(wake);
-    let (inside, leave) = (leak(AtomicBool::new(false)), leak(AtomicBool::new(false)));
+    let (leave, reader) = reader_in_section(rcu);
     let asleep = leak(AtomicBool::new(false));
-    let reader = std::thread::spawn(move || {
-        let r = rcu.reader().unwrap();
-        let g = r.lock();
-        inside.store(true, SeqCst);
-        while !leave.load(SeqCst) {
-            std::thread::yield_now();
-        }
-        drop(g);
-        Instant::now()
-    });
-    while !inside.load(SeqCst) {
-        std::thread::yield_now();
-    }
     let writer = std::thread::spawn(move || {
         let mut w = rcu.reader().unwrap();
         let mut calls = 0u32;
