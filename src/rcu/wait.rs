@@ -484,7 +484,7 @@ mod std_sleep {
     /// notification, and wakes up to its bound late ([`SLEEP_BOUND`] for
     /// [`std_sleeping`]). It skipped the notification when the lock was taken, and a
     /// sleeper beside another one that held the lock lost its wake-up for its whole
-    /// bound (1-5 wake-ups in 1,000 beside a sleeper that takes the lock over and over:
+    /// bound (1-33 wake-ups in 1,000 beside a sleeper that takes the lock over and over:
     /// `tests/sleeping.rs`, `a_wake_is_not_lost_while_another_sleeper_holds_the_lock`).
     pub fn std_wake() {
         WAKES.fetch_add(1, SeqCst);
